@@ -1,0 +1,315 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Unicast LIDs are 0x0001-0xBFFF (IBTA 4.1.3); 0 is never assigned. */
+#define LID_MAX 0xbfff
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int uro_config_path(char *buf, size_t len)
+{
+	const char *env = getenv("UROCE_CONFIG");
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if (xdg && *xdg)
+		n = snprintf(buf, len, "%s/uroce/links.conf", xdg);
+	else if (home && *home)
+		n = snprintf(buf, len, "%s/.config/uroce/links.conf", home);
+	else
+		n = snprintf(buf, len, "/etc/uroce/links.conf");
+	return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+void uro_config_default(struct uro_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->links[0].name, sizeof(cfg->links[0].name), "uroce0");
+	snprintf(cfg->links[0].netdev, sizeof(cfg->links[0].netdev), "lo");
+	cfg->links[0].type = URO_LINK_ROCE;
+	cfg->n = 1;
+}
+
+const char *uro_link_type_name(enum uro_link_type type)
+{
+	return type == URO_LINK_IB ? "ib" : "roce";
+}
+
+int uro_link_type_parse(const char *s, enum uro_link_type *type)
+{
+	if (!strcmp(s, "roce") || !strcmp(s, "rxe")) {
+		*type = URO_LINK_ROCE;
+		return 0;
+	}
+	if (!strcmp(s, "ib")) {
+		*type = URO_LINK_IB;
+		return 0;
+	}
+	return -1;
+}
+
+/* Names end up in ibv_device.name and in file names: keep them plain. */
+int uro_link_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= URO_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("_-.", name[i]))
+			return 0;
+	return 1;
+}
+
+const struct uro_link *uro_config_find(const struct uro_config *cfg, const char *name)
+{
+	for (int i = 0; i < cfg->n; i++)
+		if (!strcmp(cfg->links[i].name, name))
+			return &cfg->links[i];
+	return NULL;
+}
+
+static int lid_taken(const struct uro_config *cfg, uint16_t lid)
+{
+	for (int i = 0; i < cfg->n; i++)
+		if (cfg->links[i].type == URO_LINK_IB && cfg->links[i].lid == lid)
+			return 1;
+	return 0;
+}
+
+static uint16_t free_lid(const struct uro_config *cfg)
+{
+	for (unsigned lid = 1; lid <= LID_MAX; lid++)
+		if (!lid_taken(cfg, (uint16_t)lid))
+			return (uint16_t)lid;
+	return 0;
+}
+
+static int check_link(const struct uro_config *cfg, const struct uro_link *l, char *err,
+		      size_t errlen)
+{
+	if (!uro_link_name_valid(l->name))
+		return fail(err, errlen, "invalid link name '%s' (letters, digits, '_-.')",
+			    l->name);
+	if (uro_config_find(cfg, l->name))
+		return fail(err, errlen, "link '%s' already exists", l->name);
+	if (cfg->n >= URO_MAX_LINKS)
+		return fail(err, errlen, "too many links (at most %d)", URO_MAX_LINKS);
+	if (!l->netdev[0])
+		return fail(err, errlen, "link '%s' has no netdev", l->name);
+	if (l->type == URO_LINK_IB && l->lid && (l->lid > LID_MAX || lid_taken(cfg, l->lid)))
+		return fail(err, errlen, "LID %u of link '%s' is taken or not unicast", l->lid,
+			    l->name);
+	return 0;
+}
+
+int uro_config_add(struct uro_config *cfg, const struct uro_link *link, char *err, size_t errlen)
+{
+	struct uro_link l = *link;
+
+	if (check_link(cfg, &l, err, errlen))
+		return -1;
+	if (l.type == URO_LINK_IB && !l.lid)
+		l.lid = free_lid(cfg);
+	if (l.type != URO_LINK_IB)
+		l.lid = 0;
+	cfg->links[cfg->n++] = l;
+	return 0;
+}
+
+int uro_config_delete(struct uro_config *cfg, const char *name, char *err, size_t errlen)
+{
+	for (int i = 0; i < cfg->n; i++) {
+		if (strcmp(cfg->links[i].name, name))
+			continue;
+		memmove(&cfg->links[i], &cfg->links[i + 1],
+			(size_t)(cfg->n - i - 1) * sizeof(cfg->links[0]));
+		cfg->n--;
+		return 0;
+	}
+	return fail(err, errlen, "no link named '%s'", name);
+}
+
+/* Parses "link NAME key value ..." into *l; returns an error text or NULL. */
+static const char *parse_link_words(char **w, int nw, struct uro_link *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (nw < 2 || strcmp(w[0], "link"))
+		return "expected 'link NAME netdev IFACE [type roce|ib] [lid N]'";
+	if (strlen(w[1]) >= sizeof(l->name))
+		return "link name too long";
+	strcpy(l->name, w[1]);
+	for (int i = 2; i < nw; i += 2) {
+		if (i + 1 >= nw)
+			return "keyword without a value";
+		if (!strcmp(w[i], "netdev")) {
+			if (strlen(w[i + 1]) >= sizeof(l->netdev))
+				return "netdev name too long";
+			strcpy(l->netdev, w[i + 1]);
+		} else if (!strcmp(w[i], "type")) {
+			if (uro_link_type_parse(w[i + 1], &l->type))
+				return "type must be 'roce' or 'ib'";
+		} else if (!strcmp(w[i], "lid")) {
+			char *end;
+			unsigned long v = strtoul(w[i + 1], &end, 0);
+
+			if (*end || v == 0 || v > LID_MAX)
+				return "lid must be a unicast LID (1-0xbfff)";
+			l->lid = (uint16_t)v;
+		} else {
+			return "unknown keyword";
+		}
+	}
+	if (!l->netdev[0])
+		return "missing 'netdev IFACE'";
+	if (l->type == URO_LINK_IB && !l->lid)
+		return "an ib link needs 'lid N'";
+	if (l->type != URO_LINK_IB && l->lid)
+		return "only an ib link has a lid";
+	return NULL;
+}
+
+static int split_words(char *line, char **w, int max)
+{
+	int n = 0;
+
+	for (char *tok = strtok(line, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
+		if (n == max)
+			return -1;
+		w[n++] = tok;
+	}
+	return n;
+}
+
+int uro_config_parse(const char *text, const char *file, struct uro_config *cfg, char *err,
+		     size_t errlen)
+{
+	char *copy = strdup(text);
+	char *save = NULL;
+	int lineno = 0;
+	int rc = 0;
+
+	if (!copy)
+		return fail(err, errlen, "%s: out of memory", file);
+	memset(cfg, 0, sizeof(*cfg));
+	for (char *p = copy; p && !rc; lineno++) {
+		char *line = p;
+		char *w[16];
+		struct uro_link l;
+		const char *why;
+		char sub[256];
+		int nw;
+
+		save = strchr(p, '\n');
+		if (save)
+			*save++ = '\0';
+		p = save;
+		if (strchr(line, '#'))
+			*strchr(line, '#') = '\0';
+		nw = split_words(line, w, 16);
+		if (nw == 0)
+			continue;
+		why = nw < 0 ? "too many words" : parse_link_words(w, nw, &l);
+		if (!why && check_link(cfg, &l, sub, sizeof(sub)) == 0) {
+			cfg->links[cfg->n++] = l;
+			continue;
+		}
+		rc = fail(err, errlen, "%s:%d: %s", file, lineno + 1, why ? why : sub);
+	}
+	free(copy);
+	return rc;
+}
+
+int uro_config_load(const char *path, struct uro_config *cfg, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!f) {
+		if (errno != ENOENT)
+			return fail(err, errlen, "%s: %s", path, strerror(errno));
+		uro_config_default(cfg);
+		return 0;
+	}
+	FILE *mem = open_memstream(&text, &len);
+	char buf[4096];
+	size_t n;
+
+	while (mem && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, mem);
+	fclose(f);
+	if (!mem)
+		return fail(err, errlen, "%s: out of memory", path);
+	fclose(mem);
+	rc = uro_config_parse(text, path, cfg, err, errlen);
+	free(text);
+	return rc;
+}
+
+static int make_parent_dirs(const char *path)
+{
+	char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return 0;
+}
+
+int uro_config_save(const char *path, const struct uro_config *cfg, char *err, size_t errlen)
+{
+	char tmp[4200];
+	FILE *f;
+
+	if (make_parent_dirs(path))
+		return fail(err, errlen, "%s: %s", path, strerror(errno));
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return fail(err, errlen, "%s: %s", tmp, strerror(errno));
+	fprintf(f, "# uroce links: written by 'uroce link'; one line a link\n");
+	for (int i = 0; i < cfg->n; i++) {
+		const struct uro_link *l = &cfg->links[i];
+
+		fprintf(f, "link %s netdev %s type %s", l->name, l->netdev,
+			uro_link_type_name(l->type));
+		if (l->type == URO_LINK_IB)
+			fprintf(f, " lid %u", l->lid);
+		fputc('\n', f);
+	}
+	/* Write to a temporary file and rename: a reader never sees half a file. */
+	if (fclose(f) || rename(tmp, path)) {
+		unlink(tmp);
+		return fail(err, errlen, "%s: %s", path, strerror(errno));
+	}
+	return 0;
+}

@@ -1,0 +1,29 @@
+/* A completion as it sits in a CQ ring in the segment. A producer (this
+ * process or, intra-host, a peer's library acting as the NIC) fills an entry
+ * and then publishes it by advancing the ring's tail; the owner consumes
+ * from head. */
+#ifndef URO_CQE_H
+#define URO_CQE_H
+
+#include <stdint.h>
+
+struct uro_cqe {
+	uint64_t wr_id;
+	uint32_t status; /* enum ibv_wc_status */
+	uint32_t opcode; /* enum ibv_wc_opcode */
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_data; /* network order, as ibv_wc carries it */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t wc_flags;
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+	uint8_t reserved[14];
+};
+
+_Static_assert(sizeof(struct uro_cqe) == 64, "CQE is one cache line");
+
+#endif

@@ -1,0 +1,163 @@
+#include "device_model.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#define UROCE_FW_VER "0.1.0"
+
+/* Worst-case RoCEv2 overhead on the wire: IPv6 (40) + UDP (8) + BTH (12) +
+ * the largest extension header, RETH (16) + ICRC (4). */
+#define ROCE_V2_OVERHEAD 80
+
+unsigned uro_mtu_bytes(enum ibv_mtu mtu)
+{
+	return 128u << mtu;
+}
+
+enum ibv_mtu uro_mtu_for_netdev(unsigned netdev_mtu)
+{
+	enum ibv_mtu best = IBV_MTU_256;
+
+	for (enum ibv_mtu m = IBV_MTU_256; m <= IBV_MTU_4096; m++)
+		if (uro_mtu_bytes(m) + ROCE_V2_OVERHEAD <= netdev_mtu)
+			best = m;
+	return best;
+}
+
+/* Modified EUI-64 from the MAC (RFC 4291 appendix A), as RoCE HCAs do. */
+static uint64_t guid_from_mac(const uint8_t mac[6])
+{
+	const uint8_t b[8] = {(uint8_t)(mac[0] ^ 0x02), mac[1], mac[2], 0xff, 0xfe,
+			      mac[3], mac[4], mac[5]};
+	uint64_t g = 0;
+
+	for (int i = 0; i < 8; i++)
+		g = (g << 8) | b[i];
+	return g;
+}
+
+static void add_gid(struct uro_device_model *m, const uint8_t raw[16], enum ibv_gid_type type)
+{
+	if (m->ngids == URO_GID_TBL_LEN)
+		return;
+	memcpy(m->gids[m->ngids].gid.raw, raw, 16);
+	m->gids[m->ngids].type = type;
+	m->ngids++;
+}
+
+/* RoCEv2 GIDs are the netdev's IP addresses, IPv4 as ::ffff:a.b.c.d
+ * (IBTA Annex A17.2). */
+static void build_roce_gids(struct uro_device_model *m)
+{
+	for (int i = 0; i < m->netdev.naddrs; i++) {
+		const struct uro_netdev_addr *a = &m->netdev.addrs[i];
+		uint8_t raw[16] = {0};
+
+		if (a->family == AF_INET) {
+			raw[10] = raw[11] = 0xff;
+			memcpy(raw + 12, a->addr, 4);
+		} else {
+			memcpy(raw, a->addr, 16);
+		}
+		add_gid(m, raw, IBV_GID_TYPE_ROCE_V2);
+	}
+}
+
+/* An IB port's GID[0] is the link-local prefix fe80::/64 with the port GUID
+ * (IBTA 4.1.1). */
+static void build_ib_gids(struct uro_device_model *m)
+{
+	uint8_t raw[16] = {0xfe, 0x80};
+	uint64_t be = __builtin_bswap64(m->node_guid);
+
+	memcpy(raw + 8, &be, 8);
+	add_gid(m, raw, IBV_GID_TYPE_IB);
+}
+
+static void build_port(struct uro_device_model *m)
+{
+	struct ibv_port_attr *p = &m->port;
+	int ib = m->link.type == URO_LINK_IB;
+
+	memset(p, 0, sizeof(*p));
+	p->state = m->netdev.running ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	p->phys_state = m->netdev.running ? 5 /* LinkUp */ : 3 /* Disabled */;
+	p->max_mtu = IBV_MTU_4096;
+	p->active_mtu = uro_mtu_for_netdev(m->netdev.mtu);
+	p->gid_tbl_len = URO_GID_TBL_LEN;
+	p->port_cap_flags = ib ? 0 : IBV_PORT_IP_BASED_GIDS;
+	p->max_msg_sz = URO_MAX_MSG_SZ;
+	p->pkey_tbl_len = URO_PKEY_TBL_LEN;
+	p->lid = ib ? m->link.lid : 0;
+	p->sm_lid = 0;
+	p->lmc = 0;
+	p->max_vl_num = 1; /* encoded: 1 = VL0 only */
+	p->active_width = 2;  /* 4X */
+	p->active_speed = 32; /* EDR: 4X EDR ~ what shared memory moves */
+	p->link_layer = ib ? IBV_LINK_LAYER_INFINIBAND : IBV_LINK_LAYER_ETHERNET;
+}
+
+void uro_device_model_build(const struct uro_link *link, struct uro_device_model *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->link = *link;
+	m->netdev_present = uro_netdev_query(link->netdev, &m->netdev) == 0;
+	m->node_guid = guid_from_mac(m->netdev.mac);
+	build_port(m);
+	if (link->type == URO_LINK_IB)
+		build_ib_gids(m);
+	else
+		build_roce_gids(m);
+}
+
+int uro_gid_find(const struct uro_device_model *m, const union ibv_gid *gid)
+{
+	for (int i = 0; i < m->ngids; i++)
+		if (!memcmp(m->gids[i].gid.raw, gid->raw, 16))
+			return i;
+	return -1;
+}
+
+/* Only capabilities uroce really provides are advertised (design.md 6). */
+void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", UROCE_FW_VER);
+	a->node_guid = __builtin_bswap64(m->node_guid);
+	a->sys_image_guid = a->node_guid;
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = 0;
+	a->vendor_part_id = 0;
+	a->hw_ver = 0;
+	a->max_qp = URO_MAX_QP;
+	a->max_qp_wr = URO_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID;
+	a->max_sge = URO_MAX_SGE;
+	a->max_sge_rd = URO_MAX_SGE;
+	a->max_cq = URO_MAX_CQ;
+	a->max_cqe = URO_MAX_CQE;
+	a->max_mr = URO_MAX_MR;
+	a->max_pd = URO_MAX_PD;
+	a->max_qp_rd_atom = URO_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = URO_MAX_RD_ATOMIC * URO_MAX_QP;
+	a->max_qp_init_rd_atom = URO_MAX_RD_ATOMIC;
+	a->atomic_cap = IBV_ATOMIC_NONE; /* no data path yet */
+	a->max_ah = URO_MAX_AH;
+	a->max_srq = URO_MAX_SRQ;
+	a->max_srq_wr = URO_MAX_SRQ_WR;
+	a->max_srq_sge = URO_MAX_SGE;
+	a->max_pkeys = URO_PKEY_TBL_LEN;
+	a->local_ca_ack_delay = URO_LOCAL_ACK_DELAY;
+	a->phys_port_cnt = 1;
+}
+
+void uro_device_attr_ex(const struct uro_device_model *m, struct ibv_device_attr_ex *a)
+{
+	memset(a, 0, sizeof(*a));
+	uro_device_attr(m, &a->orig_attr);
+	a->device_cap_flags_ex = a->orig_attr.device_cap_flags;
+	a->max_dm_size = 0;
+	a->phys_port_cnt_ex = 1;
+}

@@ -1,0 +1,37 @@
+/* A soft HCA modelled on a link and its netdev: what ibv_query_device,
+ * ibv_query_port and the GID queries report (design.md decision 2). */
+#ifndef URO_DEVICE_MODEL_H
+#define URO_DEVICE_MODEL_H
+
+#include <infiniband/verbs.h>
+
+#include "config.h"
+#include "netdev.h"
+
+struct uro_gid {
+	union ibv_gid gid;
+	enum ibv_gid_type type;
+};
+
+struct uro_device_model {
+	struct uro_link link;
+	struct uro_netdev netdev;
+	int netdev_present;
+	uint64_t node_guid; /* host byte order */
+	struct ibv_port_attr port;
+	int ngids;
+	struct uro_gid gids[URO_GID_TBL_LEN];
+};
+
+void uro_device_model_build(const struct uro_link *link, struct uro_device_model *m);
+void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *attr);
+void uro_device_attr_ex(const struct uro_device_model *m, struct ibv_device_attr_ex *attr);
+
+/* The largest IB MTU whose RoCEv2 packet fits in a netdev MTU. */
+enum ibv_mtu uro_mtu_for_netdev(unsigned netdev_mtu);
+unsigned uro_mtu_bytes(enum ibv_mtu mtu);
+
+/* Index of gid in the table, or -1. */
+int uro_gid_find(const struct uro_device_model *m, const union ibv_gid *gid);
+
+#endif

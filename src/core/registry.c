@@ -1,0 +1,110 @@
+#include "registry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct uro_slot_record) == 128, "registry record is 128 bytes");
+
+const char *uro_registry_dir(const char *dir)
+{
+	const char *env = getenv("UROCE_RUNTIME_DIR");
+
+	if (dir)
+		return dir;
+	return env && *env ? env : "/dev/shm";
+}
+
+static int open_registry(const char *dir, int flags)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/uroce-registry", uro_registry_dir(dir));
+	fd = open(path, flags | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -1;
+	/* Every user of the host shares the file; umask must not narrow it.
+	 * Only its creator may chmod, and only the creator needs to. */
+	if (flags & O_CREAT)
+		(void)fchmod(fd, 0666);
+	return fd;
+}
+
+static struct flock record_lock(short type, unsigned slot)
+{
+	struct flock fl = {
+		.l_type = type,
+		.l_whence = SEEK_SET,
+		.l_start = (off_t)slot * (off_t)sizeof(struct uro_slot_record),
+		.l_len = sizeof(struct uro_slot_record),
+	};
+	return fl;
+}
+
+int uro_registry_claim(const char *dir, struct uro_slot *s)
+{
+	int fd = open_registry(dir, O_RDWR | O_CREAT);
+
+	if (fd < 0)
+		return -1;
+	for (unsigned slot = 1; slot < URO_MAX_SLOTS; slot++) {
+		struct flock fl = record_lock(F_WRLCK, slot);
+
+		if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
+			s->fd = fd;
+			s->slot = slot;
+			return 0;
+		}
+		if (errno != EAGAIN && errno != EACCES)
+			break;
+	}
+	close(fd);
+	errno = errno == EAGAIN || errno == EACCES ? ENOSPC : errno;
+	return -1;
+}
+
+int uro_registry_publish(const struct uro_slot *s, const struct uro_slot_record *rec)
+{
+	off_t off = (off_t)s->slot * (off_t)sizeof(*rec);
+
+	return pwrite(s->fd, rec, sizeof(*rec), off) == (ssize_t)sizeof(*rec) ? 0 : -1;
+}
+
+void uro_registry_release(struct uro_slot *s)
+{
+	struct uro_slot_record empty;
+
+	if (s->fd < 0)
+		return;
+	memset(&empty, 0, sizeof(empty));
+	(void)uro_registry_publish(s, &empty);
+	close(s->fd); /* drops the lock */
+	s->fd = -1;
+}
+
+int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *rec)
+{
+	int fd = open_registry(dir, O_RDONLY);
+	struct flock fl = record_lock(F_WRLCK, slot);
+	int live;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	/* F_OFD_GETLK answers F_UNLCK when nobody holds the record. */
+	if (slot == 0 || slot >= URO_MAX_SLOTS || fcntl(fd, F_OFD_GETLK, &fl)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	live = fl.l_type != F_UNLCK;
+	if (live && pread(fd, rec, sizeof(*rec), (off_t)slot * (off_t)sizeof(*rec)) !=
+			    (ssize_t)sizeof(*rec))
+		memset(rec, 0, sizeof(*rec));
+	close(fd);
+	return live;
+}

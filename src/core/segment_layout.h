@@ -1,0 +1,106 @@
+/* The per-process shared-memory segment (design.md decision 3): what a
+ * remote initiator reads to act on this process's objects. Only the owner
+ * writes the tables; peers map the segment and read them. Everything here is
+ * fixed-size and position-independent (offsets, never pointers). */
+#ifndef URO_SEGMENT_LAYOUT_H
+#define URO_SEGMENT_LAYOUT_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#include "limits.h"
+
+#define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
+#define URO_SEG_VERSION 1
+#define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
+
+struct uro_seg_counters {
+	uint64_t bad_pkey;
+	uint64_t qkey_violations;
+	uint64_t rx_dropped;
+	uint64_t reserved[13];
+};
+
+struct uro_seg_qp {
+	uint32_t in_use;
+	uint32_t qpn;
+	uint32_t state; /* enum ibv_qp_state */
+	uint32_t type;	/* enum ibv_qp_type */
+	uint32_t pd;	/* PD handle: remote checks compare these */
+	uint32_t access;
+	uint32_t qkey;
+	uint32_t dest_qpn;
+	uint32_t sq_psn;
+	uint32_t rq_psn;
+	uint32_t srq; /* SRQ index + 1; 0 = none */
+	uint32_t send_cq;
+	uint32_t recv_cq;
+	uint32_t max_recv_wr;
+	uint32_t max_recv_sge;
+	uint16_t pkey_index;
+	uint16_t dlid;
+	uint8_t path_mtu;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t port;
+	union ibv_gid dgid;
+	uint64_t rq_ring; /* arena offset */
+	uint8_t reserved[32];
+};
+
+struct uro_seg_cq {
+	uint32_t in_use;
+	uint32_t cqe;
+	uint64_t ring; /* arena offset: cqe + 1 entries */
+	uint32_t head;
+	uint32_t tail;
+	uint32_t armed;
+	uint8_t reserved[36];
+};
+
+struct uro_seg_srq {
+	uint32_t in_use;
+	uint32_t pd;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t limit;
+	uint32_t reserved0;
+	uint64_t ring;
+	uint8_t reserved[32];
+};
+
+struct uro_seg_mr {
+	uint32_t in_use;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint32_t pd;
+	uint32_t access;
+	uint32_t generation; /* bumped on each reuse of the entry */
+	uint64_t addr; /* where the bytes are in the owner's address space */
+	uint64_t iova; /* the address remote peers name them by */
+	uint64_t length;
+	uint8_t reserved[16];
+};
+
+struct uro_seg_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t slot;
+	int32_t pid;
+	uint32_t uid;
+	uint64_t size;
+	uint64_t qp_off, cq_off, srq_off, mr_off, arena_off;
+	struct uro_seg_counters counters;
+	uint8_t reserved[64];
+};
+
+_Static_assert(sizeof(struct uro_seg_qp) == 128, "QP entry size");
+_Static_assert(sizeof(struct uro_seg_cq) == 64, "CQ entry size");
+_Static_assert(sizeof(struct uro_seg_srq) == 64, "SRQ entry size");
+_Static_assert(sizeof(struct uro_seg_mr) == 64, "MR entry size");
+
+#endif

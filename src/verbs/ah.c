@@ -1,0 +1,155 @@
+/* Address handles: ibv_create_ah(3), ibv_destroy_ah(3),
+ * ibv_init_ah_from_wc(3), ibv_create_ah_from_wc(3). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "objects.h"
+
+int uro_ah_attr_check(struct uro_context *ctx, const struct ibv_ah_attr *ah)
+{
+	const char *dev = ctx->dev->link.name;
+
+	if (ah->port_num != 1) {
+		uro_debug("%s: address uses port %u; the device has port 1 only", dev,
+			  ah->port_num);
+		return EINVAL;
+	}
+	/* A RoCE packet always carries a GRH (IBTA Annex A16/A17): RoCE NICs
+	 * refuse an address without one, and so does uroce. */
+	if (ctx->model.link.type == URO_LINK_ROCE && !ah->is_global) {
+		uro_warn("%s is a RoCE port: an address needs a GRH (is_global=1 and a GID "
+			 "index; with rdma-core's examples, pass -g 0)",
+			 dev);
+		return EINVAL;
+	}
+	if (ah->is_global && ah->grh.sgid_index >= ctx->model.ngids) {
+		uro_warn("%s: sgid_index %u is not a valid GID (the port has %d)", dev,
+			 ah->grh.sgid_index, ctx->model.ngids);
+		return EINVAL;
+	}
+	if (ctx->model.link.type == URO_LINK_IB && !ah->is_global && ah->dlid == 0) {
+		uro_debug("%s: an address without a GRH needs a DLID", dev);
+		return EINVAL;
+	}
+	return 0;
+}
+
+URO_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct uro_context *ctx;
+	struct uro_ah *ah;
+	int err;
+
+	if (!pd)
+		return uro_fail_null(EINVAL);
+	ctx = to_uctx(pd->context);
+	err = uro_ah_attr_check(ctx, attr);
+	if (err)
+		return uro_fail_null(err);
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return uro_fail_null(ENOMEM);
+	ah->attr = *attr;
+	ah->pd = to_upd(pd);
+	ah->ibah.context = pd->context;
+	ah->ibah.pd = pd;
+	uro_lock(ctx);
+	ah->ibah.handle = ++ctx->next_handle;
+	ah->pd->users++;
+	uro_unlock(ctx);
+	return &ah->ibah;
+}
+
+URO_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
+{
+	struct uro_ah *ah = uro_container_of(ibah, struct uro_ah, ibah);
+	struct uro_context *ctx = to_uctx(ibah->context);
+
+	uro_lock(ctx);
+	ah->pd->users--;
+	uro_unlock(ctx);
+	free(ah);
+	return 0;
+}
+
+static void mapped_v4(union ibv_gid *gid, const uint8_t addr[4])
+{
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[10] = gid->raw[11] = 0xff;
+	memcpy(gid->raw + 12, addr, 4);
+}
+
+/* The 40-byte GRH area of a UD receive holds an IPv6 GRH, or for a RoCEv2
+ * packet over IPv4 the IPv4 header in its last 20 bytes (IBTA A17.4.5.2). */
+static void grh_gids(const struct ibv_grh *grh, union ibv_gid *sgid, union ibv_gid *dgid,
+		     uint32_t *flow, uint8_t *tclass)
+{
+	const uint8_t *raw = (const uint8_t *)grh;
+	const uint8_t *ip4 = raw + 20;
+
+	if ((ip4[0] >> 4) == 4 && (raw[0] >> 4) != 6) {
+		mapped_v4(sgid, ip4 + 12);
+		mapped_v4(dgid, ip4 + 16);
+		*flow = 0;
+		*tclass = ip4[1];
+		return;
+	}
+	*sgid = grh->sgid;
+	*dgid = grh->dgid;
+	*flow = ntohl(grh->version_tclass_flow) & 0xfffff;
+	*tclass = (uint8_t)(ntohl(grh->version_tclass_flow) >> 20);
+}
+
+URO_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+				   struct ibv_wc *wc, struct ibv_grh *grh,
+				   struct ibv_ah_attr *ah_attr)
+{
+	struct uro_context *ctx = to_uctx(context);
+	union ibv_gid sgid, dgid;
+	uint32_t flow;
+	uint8_t tclass;
+	int index;
+
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->dlid = wc->slid;
+	ah_attr->sl = wc->sl;
+	ah_attr->src_path_bits = wc->dlid_path_bits;
+	ah_attr->port_num = port_num;
+	if (!(wc->wc_flags & IBV_WC_GRH))
+		return 0;
+	if (!grh) {
+		errno = EINVAL;
+		return -1;
+	}
+	grh_gids(grh, &sgid, &dgid, &flow, &tclass);
+	/* The reply goes back from the GID the request was sent to. */
+	index = uro_gid_find(&ctx->model, &dgid);
+	if (index < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	ah_attr->is_global = 1;
+	ah_attr->grh.dgid = sgid;
+	ah_attr->grh.sgid_index = (uint8_t)index;
+	ah_attr->grh.flow_label = flow;
+	ah_attr->grh.traffic_class = tclass;
+	ah_attr->grh.hop_limit = 0xff;
+	return 0;
+}
+
+URO_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+						struct ibv_grh *grh, uint8_t port_num)
+{
+	struct ibv_ah_attr attr;
+
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+		return NULL;
+	return ibv_create_ah(pd, &attr);
+}
+
+/* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */
+URO_DEFAULT_VERSION(ibv_create_ah);
+URO_DEFAULT_VERSION(ibv_destroy_ah);

@@ -1,0 +1,153 @@
+/* ibv_open_device(3) / ibv_close_device(3): a context is one registry slot
+ * and one published segment (design.md decision 3). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "objects.h"
+
+static int publish(struct uro_context *ctx)
+{
+	struct uro_slot_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.magic = URO_REGISTRY_MAGIC;
+	rec.pid = (int32_t)getpid();
+	rec.uid = (uint32_t)getuid();
+	rec.seg_fd = ctx->seg.fd;
+	rec.seg_size = ctx->seg.size;
+	snprintf(rec.device, sizeof(rec.device), "%s", ctx->dev->link.name);
+	return uro_registry_publish(&ctx->slot, &rec);
+}
+
+static int open_async_pipe(struct uro_context *ctx)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	ctx->vctx.context.async_fd = fds[0];
+	ctx->async_wfd = fds[1];
+	/* The writer must never block the control path; a reader may make its
+	 * own end non-blocking with fcntl, as ibv_get_async_event(3) allows. */
+	return fcntl(fds[1], F_SETFL, O_NONBLOCK);
+}
+
+static void context_free(struct uro_context *ctx)
+{
+	if (ctx->vctx.context.async_fd >= 0)
+		close(ctx->vctx.context.async_fd);
+	if (ctx->async_wfd >= 0)
+		close(ctx->async_wfd);
+	uro_segment_destroy(&ctx->seg);
+	uro_registry_release(&ctx->slot);
+	pthread_mutex_destroy(&ctx->vctx.context.mutex);
+	free(ctx);
+}
+
+URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct uro_device *dev = (struct uro_device *)device;
+	struct uro_context *ctx = calloc(1, sizeof(*ctx));
+	struct ibv_context *c;
+	int err;
+
+	if (!ctx)
+		return uro_fail_null(ENOMEM);
+	c = &ctx->vctx.context;
+	ctx->dev = dev;
+	ctx->slot.fd = -1;
+	ctx->seg.fd = -1;
+	ctx->async_wfd = -1;
+	c->async_fd = -1;
+	c->cmd_fd = -1; /* no kernel: nothing to ioctl */
+	c->device = device;
+	c->num_comp_vectors = URO_NUM_COMP_VEC;
+	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->vctx.sz = sizeof(ctx->vctx);
+	pthread_mutex_init(&c->mutex, NULL);
+	uro_device_model_build(&dev->link, &ctx->model);
+	if (!ctx->model.netdev_present)
+		uro_warn("%s: netdev %s is missing; its port is down", dev->link.name,
+			 dev->link.netdev);
+	if (uro_registry_claim(NULL, &ctx->slot))
+		goto fail;
+	if (uro_segment_create(&ctx->seg, ctx->slot.slot) || publish(ctx) ||
+	    open_async_pipe(ctx))
+		goto fail;
+	uro_context_set_ops(ctx);
+	return c;
+fail:
+	err = errno ? errno : ENOMEM;
+	uro_warn("%s: cannot open device: %s", dev->link.name, strerror(err));
+	context_free(ctx);
+	return uro_fail_null(err);
+}
+
+URO_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	context_free(to_uctx(context));
+	return 0;
+}
+
+/* ibv_context_ops members that only a pre-1.1 libibverbs called through;
+ * nothing in this library or the headers' inlines reaches them. */
+static void *compat_op(void)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+void uro_context_set_ops(struct uro_context *ctx)
+{
+	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
+	struct verbs_context *v = &ctx->vctx;
+
+	ops->_compat_alloc_pd = compat_op;
+	ops->_compat_dealloc_pd = compat_op;
+	ops->_compat_reg_mr = compat_op;
+	ops->_compat_rereg_mr = compat_op;
+	ops->_compat_dereg_mr = compat_op;
+	ops->_compat_create_cq = compat_op;
+	ops->_compat_cq_event = compat_op;
+	ops->_compat_resize_cq = compat_op;
+	ops->_compat_destroy_cq = compat_op;
+	ops->_compat_create_srq = compat_op;
+	ops->_compat_modify_srq = compat_op;
+	ops->_compat_query_srq = compat_op;
+	ops->_compat_destroy_srq = compat_op;
+	ops->_compat_create_qp = compat_op;
+	ops->_compat_query_qp = compat_op;
+	ops->_compat_modify_qp = compat_op;
+	ops->_compat_destroy_qp = compat_op;
+	ops->_compat_create_ah = compat_op;
+	ops->_compat_destroy_ah = compat_op;
+	ops->_compat_attach_mcast = compat_op;
+	ops->_compat_detach_mcast = compat_op;
+	ops->_compat_async_event = compat_op;
+	/* Memory windows arrive with the data path: with alloc_mw NULL the
+	 * header's ibv_alloc_mw() fails with EOPNOTSUPP, as on a device
+	 * without them. */
+	ops->poll_cq = uro_poll_cq;
+	ops->req_notify_cq = uro_req_notify_cq;
+	ops->post_send = uro_post_send;
+	ops->post_recv = uro_post_recv;
+	ops->post_srq_recv = uro_post_srq_recv;
+
+	/* verbs_context ops left NULL make the header's inline wrappers fail
+	 * with EOPNOTSUPP/ENOSYS: XRC, WQ/RSS, flows, DM, counters, TD and
+	 * parent domains, CQ moderation, rate limits, advise_mr. */
+	v->query_port = uro_query_port;
+	v->query_device_ex = uro_query_device_ex;
+	v->create_cq_ex = uro_create_cq_ex;
+	v->create_qp_ex = uro_create_qp_ex;
+	v->create_srq_ex = uro_create_srq_ex;
+}
+
+/* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */
+URO_DEFAULT_VERSION(ibv_close_device);
+URO_DEFAULT_VERSION(ibv_open_device);

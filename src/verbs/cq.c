@@ -1,0 +1,343 @@
+/* Completion queues: ibv_create_cq(3), ibv_create_cq_ex(3),
+ * ibv_resize_cq(3), ibv_destroy_cq(3), ibv_poll_cq(3), ibv_req_notify_cq(3).
+ *
+ * The ring lives in the segment so that the data path can complete into it
+ * from any process; polling reads it with no lock and no syscall. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "objects.h"
+
+/* What an extended CQ can report per completion (ibv_create_cq_ex(3)). */
+#define SUPPORTED_WC_FLAGS                                                                         \
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |                   \
+	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |                         \
+	 IBV_WC_EX_WITH_DLID_PATH_BITS)
+#define SUPPORTED_CQ_FLAGS (IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
+
+static size_t ring_bytes(uint32_t cqe)
+{
+	return ((size_t)cqe + 1) * sizeof(struct uro_cqe);
+}
+
+static uint32_t ring_count(const struct uro_seg_cq *p)
+{
+	return __atomic_load_n(&p->tail, __ATOMIC_ACQUIRE) - p->head;
+}
+
+static struct uro_cqe *ring_entry(struct uro_cq *cq, uint32_t pos)
+{
+	return &cq->ring[pos % (cq->pub->cqe + 1)];
+}
+
+/* Head of the ring or NULL; consuming it is the caller's advance_head(). */
+static struct uro_cqe *peek(struct uro_cq *cq)
+{
+	return ring_count(cq->pub) ? ring_entry(cq, cq->pub->head) : NULL;
+}
+
+static void advance_head(struct uro_cq *cq)
+{
+	__atomic_store_n(&cq->pub->head, cq->pub->head + 1, __ATOMIC_RELEASE);
+}
+
+static void to_wc(const struct uro_cqe *e, struct ibv_wc *wc)
+{
+	wc->wr_id = e->wr_id;
+	wc->status = (enum ibv_wc_status)e->status;
+	wc->opcode = (enum ibv_wc_opcode)e->opcode;
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	wc->imm_data = e->imm_data;
+	wc->qp_num = e->qp_num;
+	wc->src_qp = e->src_qp;
+	wc->wc_flags = e->wc_flags;
+	wc->pkey_index = e->pkey_index;
+	wc->slid = e->slid;
+	wc->sl = e->sl;
+	wc->dlid_path_bits = e->dlid_path_bits;
+}
+
+int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct uro_cq *cq = to_ucq(ibcq);
+	int got = 0;
+
+	for (struct uro_cqe *e; got < n && (e = peek(cq)); got++) {
+		to_wc(e, &wc[got]);
+		advance_head(cq);
+	}
+	return got;
+}
+
+int uro_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct uro_cq *cq = to_ucq(ibcq);
+
+	/* 1 = next completion, 2 = next solicited one (IBTA 11.4.2.2). */
+	__atomic_store_n(&cq->pub->armed, solicited_only ? 2u : 1u, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The extended-CQ poll (ibv_create_cq_ex(3)): start_poll takes the first
+ * entry, next_poll consumes it and takes the next, end_poll consumes the
+ * last one taken. */
+static int load_current(struct uro_cq *cq)
+{
+	cq->cur = peek(cq);
+	if (!cq->cur)
+		return ENOENT;
+	cq->cqx.wr_id = cq->cur->wr_id;
+	cq->cqx.status = (enum ibv_wc_status)cq->cur->status;
+	return 0;
+}
+
+static int start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
+{
+	if (attr->comp_mask)
+		return EINVAL;
+	return load_current(uro_container_of(cqx, struct uro_cq, cqx));
+}
+
+static int next_poll(struct ibv_cq_ex *cqx)
+{
+	struct uro_cq *cq = uro_container_of(cqx, struct uro_cq, cqx);
+
+	advance_head(cq);
+	return load_current(cq);
+}
+
+static void end_poll(struct ibv_cq_ex *cqx)
+{
+	struct uro_cq *cq = uro_container_of(cqx, struct uro_cq, cqx);
+
+	if (cq->cur)
+		advance_head(cq);
+	cq->cur = NULL;
+}
+
+static const struct uro_cqe *cur(struct ibv_cq_ex *cqx)
+{
+	return uro_container_of(cqx, struct uro_cq, cqx)->cur;
+}
+
+static enum ibv_wc_opcode read_opcode(struct ibv_cq_ex *c)
+{
+	return (enum ibv_wc_opcode)cur(c)->opcode;
+}
+static uint32_t read_vendor_err(struct ibv_cq_ex *c)
+{
+	return cur(c)->vendor_err;
+}
+static uint32_t read_byte_len(struct ibv_cq_ex *c)
+{
+	return cur(c)->byte_len;
+}
+static __be32 read_imm_data(struct ibv_cq_ex *c)
+{
+	return cur(c)->imm_data;
+}
+static uint32_t read_qp_num(struct ibv_cq_ex *c)
+{
+	return cur(c)->qp_num;
+}
+static uint32_t read_src_qp(struct ibv_cq_ex *c)
+{
+	return cur(c)->src_qp;
+}
+static unsigned int read_wc_flags(struct ibv_cq_ex *c)
+{
+	return cur(c)->wc_flags;
+}
+static uint32_t read_slid(struct ibv_cq_ex *c)
+{
+	return cur(c)->slid;
+}
+static uint8_t read_sl(struct ibv_cq_ex *c)
+{
+	return cur(c)->sl;
+}
+static uint8_t read_dlid_path_bits(struct ibv_cq_ex *c)
+{
+	return cur(c)->dlid_path_bits;
+}
+
+static void set_poll_ops(struct ibv_cq_ex *c)
+{
+	c->start_poll = start_poll;
+	c->next_poll = next_poll;
+	c->end_poll = end_poll;
+	c->read_opcode = read_opcode;
+	c->read_vendor_err = read_vendor_err;
+	c->read_byte_len = read_byte_len;
+	c->read_imm_data = read_imm_data;
+	c->read_qp_num = read_qp_num;
+	c->read_src_qp = read_src_qp;
+	c->read_wc_flags = read_wc_flags;
+	c->read_slid = read_slid;
+	c->read_sl = read_sl;
+	c->read_dlid_path_bits = read_dlid_path_bits;
+}
+
+static int alloc_ring(struct uro_context *ctx, struct uro_cq *cq, uint32_t cqe)
+{
+	uint64_t off = uro_arena_alloc(&ctx->seg, ring_bytes(cqe));
+
+	if (!off)
+		return ENOMEM;
+	cq->pub->ring = off;
+	cq->pub->cqe = cqe;
+	cq->ring = uro_seg_ptr(&ctx->seg, off);
+	return 0;
+}
+
+static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *cq_context,
+				   struct ibv_comp_channel *channel, int comp_vector,
+				   uint64_t wc_flags)
+{
+	struct uro_context *ctx = to_uctx(context);
+	struct uro_cq *cq;
+	int64_t index;
+	int err;
+
+	if (cqe < 1 || cqe > URO_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors || (channel && channel->context != context))
+		return uro_fail_null(EINVAL);
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return uro_fail_null(ENOMEM);
+	uro_lock(ctx);
+	index = uro_index_take(&ctx->seg.cq_ids);
+	if (index < 0) {
+		uro_unlock(ctx);
+		free(cq);
+		return uro_fail_null(ENOMEM);
+	}
+	cq->index = (uint32_t)index;
+	cq->pub = &ctx->seg.cq[index];
+	memset(cq->pub, 0, sizeof(*cq->pub));
+	err = alloc_ring(ctx, cq, (uint32_t)cqe);
+	if (err) {
+		uro_index_give(&ctx->seg.cq_ids, cq->index);
+		uro_unlock(ctx);
+		free(cq);
+		return uro_fail_null(err);
+	}
+	cq->pub->in_use = 1;
+	if (channel)
+		to_uchannel(channel)->users++;
+	uro_unlock(ctx);
+
+	cq->cqx.context = context;
+	cq->cqx.channel = channel;
+	cq->cqx.cq_context = cq_context;
+	cq->cqx.handle = cq->index;
+	cq->cqx.cqe = cqe;
+	cq->wc_flags = wc_flags;
+	pthread_mutex_init(&cq->cqx.mutex, NULL);
+	pthread_cond_init(&cq->cqx.cond, NULL);
+	set_poll_ops(&cq->cqx);
+	return &cq->cqx;
+}
+
+URO_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+					struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibv_cq_ex *cqx = cq_create(context, cqe, cq_context, channel, comp_vector,
+					  IBV_WC_STANDARD_FLAGS);
+
+	return cqx ? ibv_cq_ex_to_cq(cqx) : NULL;
+}
+
+struct ibv_cq_ex *uro_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr)
+{
+	const uint32_t known_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
+
+	if (attr->comp_mask & ~known_mask)
+		return uro_fail_null(EINVAL);
+	if (attr->wc_flags & ~(uint64_t)SUPPORTED_WC_FLAGS)
+		return uro_fail_null(EOPNOTSUPP);
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)SUPPORTED_CQ_FLAGS))
+		return uro_fail_null(EOPNOTSUPP);
+	if (attr->cqe > (uint32_t)URO_MAX_CQE)
+		return uro_fail_null(EINVAL);
+	return cq_create(c, (int)attr->cqe, attr->cq_context, attr->channel,
+			 (int)attr->comp_vector, attr->wc_flags);
+}
+
+URO_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct uro_cq *cq = to_ucq(ibcq);
+	struct uro_context *ctx = to_uctx(ibcq->context);
+	struct uro_cqe *old = cq->ring;
+	uint64_t old_off = cq->pub->ring;
+	uint32_t old_cqe = cq->pub->cqe;
+	uint32_t pending;
+	int err;
+
+	if (cqe < 1 || cqe > URO_MAX_CQE)
+		return EINVAL;
+	uro_lock(ctx);
+	pending = ring_count(cq->pub);
+	/* Shrinking below what is waiting would lose completions. */
+	if ((uint32_t)cqe < pending) {
+		uro_unlock(ctx);
+		return EINVAL;
+	}
+	err = alloc_ring(ctx, cq, (uint32_t)cqe);
+	if (err) {
+		uro_unlock(ctx);
+		return err;
+	}
+	for (uint32_t i = 0; i < pending; i++)
+		cq->ring[i] = old[(cq->pub->head + i) % (old_cqe + 1)];
+	cq->pub->head = 0;
+	__atomic_store_n(&cq->pub->tail, pending, __ATOMIC_RELEASE);
+	uro_arena_free(&ctx->seg, old_off, ring_bytes(old_cqe));
+	ibcq->cqe = cqe;
+	uro_unlock(ctx);
+	return 0;
+}
+
+/* ibv_destroy_cq(3) waits until every event it reported was acknowledged,
+ * so an event never names a freed CQ. */
+static void wait_for_acks(struct uro_cq *cq)
+{
+	pthread_mutex_lock(&cq->cqx.mutex);
+	while (cq->cqx.comp_events_completed != cq->comp_events ||
+	       cq->cqx.async_events_completed != cq->async_events)
+		pthread_cond_wait(&cq->cqx.cond, &cq->cqx.mutex);
+	pthread_mutex_unlock(&cq->cqx.mutex);
+}
+
+URO_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct uro_cq *cq = to_ucq(ibcq);
+	struct uro_context *ctx = to_uctx(ibcq->context);
+
+	uro_lock(ctx);
+	if (cq->users) {
+		uro_unlock(ctx);
+		return EBUSY;
+	}
+	uro_unlock(ctx);
+	wait_for_acks(cq);
+	uro_lock(ctx);
+	if (cq->cqx.channel)
+		to_uchannel(cq->cqx.channel)->users--;
+	uro_arena_free(&ctx->seg, cq->pub->ring, ring_bytes(cq->pub->cqe));
+	memset(cq->pub, 0, sizeof(*cq->pub));
+	uro_index_give(&ctx->seg.cq_ids, cq->index);
+	uro_unlock(ctx);
+	pthread_cond_destroy(&cq->cqx.cond);
+	pthread_mutex_destroy(&cq->cqx.mutex);
+	free(cq);
+	return 0;
+}
+
+/* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */
+URO_DEFAULT_VERSION(ibv_create_cq);
+URO_DEFAULT_VERSION(ibv_destroy_cq);
+URO_DEFAULT_VERSION(ibv_resize_cq);

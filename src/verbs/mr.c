@@ -1,0 +1,154 @@
+/* Memory regions: ibv_reg_mr(3), ibv_rereg_mr(3), ibv_dereg_mr(3).
+ *
+ * uroce never pins: the bytes are read and written where they are, so a
+ * registration records (address, length, access, PD) in the published table
+ * and costs the same for 4 KiB and for 1 GiB. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "objects.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+static uint32_t make_key(uint32_t index, uint32_t generation)
+{
+	return ((index + 1) << 8) | (generation & 0xff);
+}
+
+static void publish(struct uro_mr *mr)
+{
+	struct uro_seg_mr *p = mr->pub;
+
+	p->lkey = mr->ibmr.lkey;
+	p->rkey = mr->ibmr.rkey;
+	p->pd = mr->ibmr.pd->handle;
+	p->addr = (uintptr_t)mr->ibmr.addr;
+	p->length = mr->ibmr.length;
+	p->in_use = 1;
+}
+
+static int range_ok(const void *addr, size_t length)
+{
+	return (uintptr_t)addr + length >= (uintptr_t)addr;
+}
+
+static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			  unsigned access)
+{
+	struct uro_context *ctx;
+	struct uro_mr *mr;
+	int err;
+	int64_t index;
+
+	if (!pd)
+		return uro_fail_null(EINVAL);
+	err = uro_mr_access_check(access);
+	if (err)
+		return uro_fail_null(err);
+	if (!range_ok(addr, length) || iova + length < iova)
+		return uro_fail_null(EINVAL);
+	ctx = to_uctx(pd->context);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return uro_fail_null(ENOMEM);
+	uro_lock(ctx);
+	index = uro_index_take(&ctx->seg.mr_ids);
+	if (index < 0) {
+		uro_unlock(ctx);
+		free(mr);
+		return uro_fail_null(ENOMEM);
+	}
+	mr->index = (uint32_t)index;
+	mr->pub = &ctx->seg.mr[index];
+	mr->pub->access = access;
+	mr->pub->iova = iova;
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ibmr.handle = (uint32_t)index;
+	/* A new generation for every reuse: a stale key never names it. */
+	mr->pub->generation++;
+	mr->ibmr.lkey = mr->ibmr.rkey = make_key(mr->index, mr->pub->generation);
+	publish(mr);
+	to_upd(pd)->users++;
+	uro_unlock(ctx);
+	return &mr->ibmr;
+}
+
+URO_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return reg(pd, addr, length, (uintptr_t)addr, (unsigned)access);
+}
+
+URO_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+					  uint64_t iova, int access)
+{
+	return reg(pd, addr, length, iova, (unsigned)access);
+}
+
+URO_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+					   uint64_t iova, unsigned int access)
+{
+	return reg(pd, addr, length, iova, access);
+}
+
+URO_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct uro_mr *mr = uro_container_of(ibmr, struct uro_mr, ibmr);
+	struct uro_context *ctx = to_uctx(ibmr->context);
+
+	uro_lock(ctx);
+	mr->pub->in_use = 0;
+	to_upd(ibmr->pd)->users--;
+	uro_index_give(&ctx->seg.mr_ids, mr->index);
+	uro_unlock(ctx);
+	free(mr);
+	return 0;
+}
+
+/* ibv_rereg_mr(3): the keys stay; what the flags name changes. */
+URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
+			    size_t length, int access)
+{
+	struct uro_mr *mr = uro_container_of(ibmr, struct uro_mr, ibmr);
+	struct uro_context *ctx = to_uctx(ibmr->context);
+	const int known = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+			  IBV_REREG_MR_CHANGE_ACCESS;
+
+	if (!flags || (flags & ~known))
+		goto input;
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !range_ok(addr, length)))
+		goto input;
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != ibmr->context))
+		goto input;
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && uro_mr_access_check((unsigned)access))
+		goto input;
+	uro_lock(ctx);
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		ibmr->addr = addr;
+		ibmr->length = length;
+		mr->pub->iova = (uintptr_t)addr;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		to_upd(ibmr->pd)->users--;
+		to_upd(pd)->users++;
+		ibmr->pd = pd;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->pub->access = (unsigned)access;
+	publish(mr);
+	uro_unlock(ctx);
+	return 0;
+input:
+	errno = EINVAL;
+	return IBV_REREG_MR_ERR_INPUT;
+}
+
+/* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */
+URO_DEFAULT_VERSION(ibv_dereg_mr);
+URO_DEFAULT_VERSION(ibv_reg_mr);

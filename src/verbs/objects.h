@@ -1,0 +1,175 @@
+/* uroce's verbs objects: each embeds the ABI struct a program sees, first,
+ * and adds the state uroce keeps for it. The published half of that state
+ * lives in the context's segment (src/core/segment_layout.h). */
+#ifndef URO_OBJECTS_H
+#define URO_OBJECTS_H
+
+#include <infiniband/verbs.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "cqe.h"
+#include "device_model.h"
+#include "registry.h"
+#include "segment.h"
+
+#define uro_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* rdma-core keeps its provider bookkeeping right after struct ibv_device,
+ * and hardware "dv" helpers (mlx5dv_is_supported, ...) read it; it must be
+ * zero so that no uroce device looks like theirs. */
+#define URO_DEVICE_ALLOC 1024
+
+struct uro_device {
+	struct ibv_device ibdev;
+	uint8_t provider_area[256];
+	struct uro_link link;
+	int index;
+	struct uro_device *next;
+};
+_Static_assert(sizeof(struct uro_device) <= URO_DEVICE_ALLOC, "device fits its allocation");
+
+struct uro_context {
+	struct verbs_context vctx; /* ends with the struct ibv_context */
+	struct uro_device *dev;
+	struct uro_device_model model;
+	struct uro_slot slot;
+	struct uro_segment seg;
+	int async_wfd;	      /* write end; context.async_fd is the read end */
+	uint32_t next_handle; /* PD/AH handles, never reused within a context */
+};
+
+struct uro_pd {
+	struct ibv_pd ibpd;
+	unsigned users; /* MRs, QPs, SRQs, AHs on it: dealloc is EBUSY */
+};
+
+struct uro_mr {
+	struct ibv_mr ibmr;
+	uint32_t index;
+	struct uro_seg_mr *pub;
+};
+
+struct uro_channel {
+	struct ibv_comp_channel ch; /* ch.fd is the read end */
+	int wfd;
+	unsigned users; /* CQs using it */
+};
+
+struct uro_cq {
+	struct ibv_cq_ex cqx; /* starts with the fields of struct ibv_cq */
+	uint32_t index;
+	struct uro_seg_cq *pub;
+	struct uro_cqe *ring;
+	unsigned users;	       /* QPs and SRQs... QPs using it: destroy is EBUSY */
+	uint32_t comp_events; /* delivered on the channel, for ack accounting */
+	uint32_t async_events;
+	uint64_t wc_flags; /* of create_cq_ex */
+	struct uro_cqe *cur; /* the entry an extended-CQ poll is on */
+};
+
+struct uro_srq {
+	struct ibv_srq ibsrq;
+	uint32_t index;
+	struct uro_seg_srq *pub;
+	struct uro_pd *pd;
+	struct uro_cq *cq;
+	unsigned users;
+	uint32_t events;
+};
+
+struct uro_qp {
+	struct ibv_qp_ex qpx; /* starts with struct ibv_qp */
+	int extended;	      /* created with send_ops_flags: ibv_qp_to_qp_ex works */
+	uint32_t index;
+	struct uro_seg_qp *pub;
+	struct ibv_qp_attr attr;
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+	struct uro_pd *pd;
+	struct uro_cq *send_cq, *recv_cq;
+	struct uro_srq *srq;
+	uint32_t events;
+};
+
+struct uro_ah {
+	struct ibv_ah ibah;
+	struct ibv_ah_attr attr;
+	struct uro_pd *pd;
+};
+
+static inline struct uro_context *to_uctx(struct ibv_context *c)
+{
+	return uro_container_of(c, struct uro_context, vctx.context);
+}
+static inline struct uro_pd *to_upd(struct ibv_pd *p)
+{
+	return uro_container_of(p, struct uro_pd, ibpd);
+}
+static inline struct uro_cq *to_ucq(struct ibv_cq *c)
+{
+	return uro_container_of((struct ibv_cq_ex *)c, struct uro_cq, cqx);
+}
+static inline struct ibv_cq *uro_cq_base(struct uro_cq *cq)
+{
+	return ibv_cq_ex_to_cq(&cq->cqx);
+}
+static inline struct uro_qp *to_uqp(struct ibv_qp *q)
+{
+	return uro_container_of(q, struct uro_qp, qpx.qp_base);
+}
+static inline struct uro_srq *to_usrq(struct ibv_srq *s)
+{
+	return uro_container_of(s, struct uro_srq, ibsrq);
+}
+static inline struct uro_channel *to_uchannel(struct ibv_comp_channel *c)
+{
+	return uro_container_of(c, struct uro_channel, ch);
+}
+
+/* Validation shared by QPs and AHs: 0 or EINVAL, with a diagnostic. */
+int uro_ah_attr_check(struct uro_context *ctx, const struct ibv_ah_attr *ah);
+
+/* Queues an affiliated or unaffiliated event for ibv_get_async_event. */
+void uro_async_post(struct uro_context *ctx, const struct ibv_async_event *ev);
+
+/* The ops every context carries (context.c). */
+void uro_context_set_ops(struct uro_context *ctx);
+int uro_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int uro_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int uro_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int uro_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int uro_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int uro_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len);
+int uro_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			struct ibv_device_attr_ex *attr, size_t len);
+struct ibv_cq_ex *uro_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *uro_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+struct ibv_srq *uro_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr);
+
+/* Serialises a context's control path; the data path never takes it. */
+static inline void uro_lock(struct uro_context *ctx)
+{
+	pthread_mutex_lock(&ctx->vctx.context.mutex);
+}
+static inline void uro_unlock(struct uro_context *ctx)
+{
+	pthread_mutex_unlock(&ctx->vctx.context.mutex);
+}
+
+/* Sets errno and returns NULL: the shape of every failing create verb. */
+static inline void *uro_fail_null(int err)
+{
+	errno = err;
+	return NULL;
+}
+
+#define URO_EXPORT __attribute__((visibility("default")))
+
+/* A verb that also has an IBVERBS_1.0 compat version: bind the definition
+ * to IBVERBS_1.1 as the default, as rdma-core does. */
+#define URO_DEFAULT_VERSION(name) __asm__(".symver " #name ", " #name "@@IBVERBS_1.1, remove")
+
+#endif

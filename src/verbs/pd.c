@@ -1,0 +1,34 @@
+/* ibv_alloc_pd(3), ibv_dealloc_pd(3). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "objects.h"
+
+URO_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct uro_context *ctx = to_uctx(context);
+	struct uro_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return uro_fail_null(ENOMEM);
+	uro_lock(ctx);
+	pd->ibpd.context = context;
+	pd->ibpd.handle = ++ctx->next_handle;
+	uro_unlock(ctx);
+	return &pd->ibpd;
+}
+
+URO_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct uro_pd *pd = to_upd(ibpd);
+
+	/* A PD still holding MRs, QPs, SRQs or AHs cannot go (ibv_alloc_pd(3)). */
+	if (pd->users)
+		return EBUSY;
+	free(pd);
+	return 0;
+}
+
+/* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */
+URO_DEFAULT_VERSION(ibv_alloc_pd);
+URO_DEFAULT_VERSION(ibv_dealloc_pd);

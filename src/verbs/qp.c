@@ -1,0 +1,376 @@
+/* Queue pairs: ibv_create_qp(3), ibv_create_qp_ex(3), ibv_modify_qp(3),
+ * ibv_query_qp(3), ibv_destroy_qp(3). Transitions follow the table in
+ * src/core/qp_state.c; attribute values follow IBTA 11.2.5.2. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "log.h"
+#include "qp_state.h"
+#include "objects.h"
+
+#define PSN_MASK 0xffffffu /* PSNs and QPNs are 24 bits (IBTA 9.2) */
+
+static int caps_check(const struct ibv_qp_cap *cap, int has_srq)
+{
+	if (cap->max_send_wr > URO_MAX_QP_WR || cap->max_send_sge > URO_MAX_SGE ||
+	    cap->max_inline_data > URO_MAX_INLINE)
+		return EINVAL;
+	if (!has_srq && (cap->max_recv_wr > URO_MAX_QP_WR || cap->max_recv_sge > URO_MAX_SGE))
+		return EINVAL;
+	return 0;
+}
+
+static int type_check(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		return 0;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_DRIVER:
+		return EOPNOTSUPP;
+	default:
+		return EINVAL;
+	}
+}
+
+static int init_check(struct ibv_context *c, struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
+{
+	int err = type_check(a->qp_type);
+
+	if (err)
+		return err;
+	if (!pd || pd->context != c || !a->send_cq || !a->recv_cq || a->send_cq->context != c ||
+	    a->recv_cq->context != c || (a->srq && a->srq->context != c))
+		return EINVAL;
+	return caps_check(&a->cap, a->srq != NULL);
+}
+
+static void publish_init(struct uro_qp *qp)
+{
+	struct uro_seg_qp *p = qp->pub;
+
+	memset(p, 0, sizeof(*p));
+	p->qpn = qp->qpx.qp_base.qp_num;
+	p->type = qp->qpx.qp_base.qp_type;
+	p->state = IBV_QPS_RESET;
+	p->pd = qp->pd->ibpd.handle;
+	p->srq = qp->srq ? qp->srq->index + 1 : 0;
+	p->send_cq = qp->send_cq->index;
+	p->recv_cq = qp->recv_cq->index;
+	p->max_recv_wr = qp->cap.max_recv_wr;
+	p->max_recv_sge = qp->cap.max_recv_sge;
+	p->in_use = 1;
+}
+
+static void hold(struct uro_qp *qp, int delta)
+{
+	qp->pd->users += (unsigned)delta;
+	qp->send_cq->users += (unsigned)delta;
+	qp->recv_cq->users += (unsigned)delta;
+	if (qp->srq)
+		qp->srq->users += (unsigned)delta;
+}
+
+static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
+				struct ibv_qp_init_attr *a, int extended)
+{
+	struct uro_context *ctx = to_uctx(c);
+	struct uro_qp *qp;
+	struct ibv_qp *q;
+	int64_t index;
+	int err = init_check(c, pd, a);
+
+	if (err)
+		return uro_fail_null(err);
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return uro_fail_null(ENOMEM);
+	uro_lock(ctx);
+	index = uro_index_take(&ctx->seg.qp_ids);
+	if (index < 0) {
+		uro_unlock(ctx);
+		free(qp);
+		return uro_fail_null(ENOMEM);
+	}
+	q = &qp->qpx.qp_base;
+	qp->index = (uint32_t)index;
+	qp->pub = &ctx->seg.qp[index];
+	qp->extended = extended;
+	qp->pd = to_upd(pd);
+	qp->send_cq = to_ucq(a->send_cq);
+	qp->recv_cq = to_ucq(a->recv_cq);
+	qp->srq = a->srq ? to_usrq(a->srq) : NULL;
+	qp->sq_sig_all = a->sq_sig_all;
+	qp->cap = a->cap;
+	if (qp->srq)
+		qp->cap.max_recv_wr = qp->cap.max_recv_sge = 0;
+	q->context = c;
+	q->qp_context = a->qp_context;
+	q->pd = pd;
+	q->send_cq = a->send_cq;
+	q->recv_cq = a->recv_cq;
+	q->srq = a->srq;
+	q->handle = qp->index;
+	q->qp_num = (ctx->slot.slot << URO_QPN_INDEX_BITS) | qp->index;
+	q->state = IBV_QPS_RESET;
+	q->qp_type = a->qp_type;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	qp->attr.qp_state = qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.cap = qp->cap;
+	publish_init(qp);
+	hold(qp, 1);
+	uro_unlock(ctx);
+	a->cap = qp->cap;
+	return q;
+}
+
+URO_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	if (!pd)
+		return uro_fail_null(EINVAL);
+	return qp_create(pd->context, pd, attr, 0);
+}
+
+struct ibv_qp *uro_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *ax)
+{
+	struct ibv_qp_init_attr a;
+	struct ibv_qp *qp;
+
+	if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD))
+		return uro_fail_null(EINVAL);
+	if (ax->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS))
+		return uro_fail_null(EOPNOTSUPP); /* XRC, RSS, TSO, ibv_wr_* send ops */
+	if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags)
+		return uro_fail_null(EOPNOTSUPP);
+	memset(&a, 0, sizeof(a));
+	a.qp_context = ax->qp_context;
+	a.send_cq = ax->send_cq;
+	a.recv_cq = ax->recv_cq;
+	a.srq = ax->srq;
+	a.cap = ax->cap;
+	a.qp_type = ax->qp_type;
+	a.sq_sig_all = ax->sq_sig_all;
+	qp = qp_create(c, ax->pd, &a, 0);
+	if (qp)
+		ax->cap = a.cap;
+	return qp;
+}
+
+/* ibv_qp_to_qp_ex(3): only a QP created with send_ops_flags has one. */
+URO_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct uro_qp *u = to_uqp(qp);
+
+	return u->extended ? &u->qpx : NULL;
+}
+
+static int reject(struct ibv_qp *qp, const char *why)
+{
+	uro_debug("modify QP 0x%06x: %s", qp->qp_num, why);
+	return EINVAL;
+}
+
+/* Attribute values, checked only for the bits the mask sets. */
+static int values_check(struct ibv_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct uro_context *ctx = to_uctx(qp->context);
+
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return reject(qp, "port_num must be 1");
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= URO_PKEY_TBL_LEN)
+		return reject(qp, "pkey_index outside the P_Key table");
+	if ((mask & IBV_QP_ACCESS_FLAGS) && uro_qp_access_check(a->qp_access_flags))
+		return reject(qp, "unknown qp_access_flags");
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    (a->path_mtu < IBV_MTU_256 || a->path_mtu > ctx->model.port.active_mtu))
+		return reject(qp, "path_mtu above the port's active_mtu");
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return reject(qp, "timeout is 5 bits");
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return reject(qp, "retry_cnt is 3 bits");
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return reject(qp, "rnr_retry is 3 bits");
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return reject(qp, "min_rnr_timer is 5 bits");
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > URO_MAX_RD_ATOMIC)
+		return reject(qp, "max_rd_atomic above max_qp_rd_atom");
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > URO_MAX_RD_ATOMIC)
+		return reject(qp, "max_dest_rd_atomic above max_qp_init_rd_atom");
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > PSN_MASK)
+		return reject(qp, "dest_qp_num is 24 bits");
+	if ((mask & IBV_QP_CAP))
+		return reject(qp, "resizing a QP is not supported (no IBV_DEVICE_RESIZE_MAX_WR)");
+	if ((mask & IBV_QP_AV) && uro_ah_attr_check(ctx, &a->ah_attr))
+		return EINVAL;
+	return 0;
+}
+
+static void apply(struct uro_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *s = &qp->attr;
+
+#define TAKE(bit, field)                                                                           \
+	do {                                                                                       \
+		if (mask & (bit))                                                                  \
+			s->field = a->field;                                                       \
+	} while (0)
+	TAKE(IBV_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+	TAKE(IBV_QP_ACCESS_FLAGS, qp_access_flags);
+	TAKE(IBV_QP_PKEY_INDEX, pkey_index);
+	TAKE(IBV_QP_PORT, port_num);
+	TAKE(IBV_QP_QKEY, qkey);
+	TAKE(IBV_QP_AV, ah_attr);
+	TAKE(IBV_QP_PATH_MTU, path_mtu);
+	TAKE(IBV_QP_TIMEOUT, timeout);
+	TAKE(IBV_QP_RETRY_CNT, retry_cnt);
+	TAKE(IBV_QP_RNR_RETRY, rnr_retry);
+	TAKE(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+	TAKE(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
+	TAKE(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+	TAKE(IBV_QP_DEST_QPN, dest_qp_num);
+#undef TAKE
+	if (mask & IBV_QP_RQ_PSN)
+		s->rq_psn = a->rq_psn & PSN_MASK;
+	if (mask & IBV_QP_SQ_PSN)
+		s->sq_psn = a->sq_psn & PSN_MASK;
+}
+
+static void publish_attr(struct uro_qp *qp)
+{
+	struct uro_seg_qp *p = qp->pub;
+	const struct ibv_qp_attr *s = &qp->attr;
+
+	p->access = s->qp_access_flags;
+	p->qkey = s->qkey;
+	p->dest_qpn = s->dest_qp_num;
+	p->sq_psn = s->sq_psn;
+	p->rq_psn = s->rq_psn;
+	p->pkey_index = s->pkey_index;
+	p->dlid = s->ah_attr.dlid;
+	p->dgid = s->ah_attr.grh.dgid;
+	p->path_mtu = (uint8_t)s->path_mtu;
+	p->timeout = s->timeout;
+	p->retry_cnt = s->retry_cnt;
+	p->rnr_retry = s->rnr_retry;
+	p->min_rnr_timer = s->min_rnr_timer;
+	p->max_rd_atomic = s->max_rd_atomic;
+	p->max_dest_rd_atomic = s->max_dest_rd_atomic;
+	p->port = s->port_num;
+	/* The state last: a peer that sees RTR/RTS sees the attributes too. */
+	__atomic_store_n(&p->state, (uint32_t)s->qp_state, __ATOMIC_RELEASE);
+}
+
+static void post_event(struct uro_qp *qp, enum ibv_event_type type)
+{
+	struct ibv_async_event ev = {.element.qp = &qp->qpx.qp_base, .event_type = type};
+
+	uro_async_post(to_uctx(qp->qpx.qp_base.context), &ev);
+}
+
+/* Events that follow from the transition itself. With no work in flight
+ * the send queue is drained the moment SQD is entered (IBTA 11.6.3.1), and
+ * a QP on an SRQ that enters ERR consumes no further WQE from it: Last WQE
+ * Reached (IBTA 10.8.6). */
+static void transition_events(struct uro_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to)
+{
+	if (to == IBV_QPS_SQD && from == IBV_QPS_RTS && qp->attr.en_sqd_async_notify)
+		post_event(qp, IBV_EVENT_SQ_DRAINED);
+	if (to == IBV_QPS_ERR && from != IBV_QPS_ERR && qp->srq)
+		post_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct uro_qp *qp = to_uqp(ibqp);
+	struct uro_context *ctx = to_uctx(ibqp->context);
+	enum ibv_qp_state cur, next;
+	const char *why;
+	int err;
+
+	if (mask & (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)) {
+		uro_debug("modify QP 0x%06x: alternate paths (APM) are not supported",
+			  ibqp->qp_num);
+		return EOPNOTSUPP;
+	}
+	uro_lock(ctx);
+	cur = qp->attr.qp_state;
+	next = uro_qp_next_state(cur, attr, mask);
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
+		err = reject(ibqp, "cur_qp_state is not the QP's state");
+	else if ((err = uro_qp_transition_check(ibqp->qp_type, cur, next, mask, &why)))
+		uro_debug("modify QP 0x%06x %s->%s: %s", ibqp->qp_num, uro_qp_state_name(cur),
+			  uro_qp_state_name(next), why);
+	else
+		err = values_check(ibqp, attr, mask);
+	if (err) {
+		uro_unlock(ctx);
+		return err;
+	}
+	apply(qp, attr, mask);
+	qp->attr.qp_state = qp->attr.cur_qp_state = next;
+	ibqp->state = next;
+	publish_attr(qp);
+	transition_events(qp, cur, next);
+	uro_unlock(ctx);
+	return 0;
+}
+
+URO_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+			    struct ibv_qp_init_attr *init)
+{
+	struct uro_qp *qp = to_uqp(ibqp);
+	struct uro_context *ctx = to_uctx(ibqp->context);
+
+	(void)mask; /* every attribute is returned, as ibv_query_qp(3) permits */
+	uro_lock(ctx);
+	*attr = qp->attr;
+	attr->cur_qp_state = qp->attr.qp_state;
+	attr->cap = qp->cap;
+	attr->sq_draining = 0;
+	memset(init, 0, sizeof(*init));
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = qp->cap;
+	init->qp_type = ibqp->qp_type;
+	init->sq_sig_all = qp->sq_sig_all;
+	uro_unlock(ctx);
+	return 0;
+}
+
+URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct uro_qp *qp = to_uqp(ibqp);
+	struct uro_context *ctx = to_uctx(ibqp->context);
+
+	/* Wait until every async event reported on it was acknowledged
+	 * (ibv_get_async_event(3)). */
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != qp->events)
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
+	uro_lock(ctx);
+	__atomic_store_n(&qp->pub->state, (uint32_t)IBV_QPS_RESET, __ATOMIC_RELEASE);
+	qp->pub->in_use = 0;
+	hold(qp, -1);
+	uro_index_give(&ctx->seg.qp_ids, qp->index);
+	uro_unlock(ctx);
+	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&ibqp->mutex);
+	free(qp);
+	return 0;
+}
+
+/* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */
+URO_DEFAULT_VERSION(ibv_create_qp);
+URO_DEFAULT_VERSION(ibv_destroy_qp);
+URO_DEFAULT_VERSION(ibv_modify_qp);
+URO_DEFAULT_VERSION(ibv_query_qp);
