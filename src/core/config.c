@@ -12,7 +12,8 @@
 /* Unicast LIDs are 0x0001-0xBFFF (IBTA 4.1.3); 0 is never assigned. */
 #define LID_MAX 0xbfff
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {

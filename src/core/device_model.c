@@ -28,8 +28,8 @@ enum ibv_mtu uro_mtu_for_netdev(unsigned netdev_mtu)
 /* Modified EUI-64 from the MAC (RFC 4291 appendix A), as RoCE HCAs do. */
 static uint64_t guid_from_mac(const uint8_t mac[6])
 {
-	const uint8_t b[8] = {(uint8_t)(mac[0] ^ 0x02), mac[1], mac[2], 0xff, 0xfe,
-			      mac[3], mac[4], mac[5]};
+	const uint8_t b[8] = {
+	    (uint8_t)(mac[0] ^ 0x02), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
 	uint64_t g = 0;
 
 	for (int i = 0; i < 8; i++)
@@ -92,7 +92,7 @@ static void build_port(struct uro_device_model *m)
 	p->lid = ib ? m->link.lid : 0;
 	p->sm_lid = 0;
 	p->lmc = 0;
-	p->max_vl_num = 1; /* encoded: 1 = VL0 only */
+	p->max_vl_num = 1;    /* encoded: 1 = VL0 only */
 	p->active_width = 2;  /* 4X */
 	p->active_speed = 32; /* EDR: 4X EDR ~ what shared memory moves */
 	p->link_layer = ib ? IBV_LINK_LAYER_INFINIBAND : IBV_LINK_LAYER_ETHERNET;

@@ -9,23 +9,23 @@
 #define URO_MAX_SLOTS	   (1u << (24 - URO_QPN_INDEX_BITS))
 #define URO_MAX_QP	   (1u << URO_QPN_INDEX_BITS)
 
-#define URO_MAX_CQ	   4096
-#define URO_MAX_SRQ	   4096
-#define URO_MAX_MR	   65536
-#define URO_MAX_PD	   65536
-#define URO_MAX_AH	   65536
-#define URO_MAX_QP_WR	   16384
-#define URO_MAX_SRQ_WR	   16384
-#define URO_MAX_SGE	   32
-#define URO_MAX_CQE	   ((1 << 20) - 1)
-#define URO_MAX_INLINE	   256
-#define URO_MAX_RD_ATOMIC  16
-#define URO_MAX_MSG_SZ	   (1u << 31)
-#define URO_GID_TBL_LEN	   16
-#define URO_PKEY_TBL_LEN   1
-#define URO_DEFAULT_PKEY   0xffff
-#define URO_NUM_COMP_VEC   1
+#define URO_MAX_CQ	    4096
+#define URO_MAX_SRQ	    4096
+#define URO_MAX_MR	    65536
+#define URO_MAX_PD	    65536
+#define URO_MAX_AH	    65536
+#define URO_MAX_QP_WR	    16384
+#define URO_MAX_SRQ_WR	    16384
+#define URO_MAX_SGE	    32
+#define URO_MAX_CQE	    ((1 << 20) - 1)
+#define URO_MAX_INLINE	    256
+#define URO_MAX_RD_ATOMIC   16
+#define URO_MAX_MSG_SZ	    (1u << 31)
+#define URO_GID_TBL_LEN	    16
+#define URO_PKEY_TBL_LEN    1
+#define URO_DEFAULT_PKEY    0xffff
+#define URO_NUM_COMP_VEC    1
 #define URO_LOCAL_ACK_DELAY 15
-#define URO_NAME_MAX	   64
+#define URO_NAME_MAX	    64
 
 #endif

@@ -30,77 +30,76 @@ struct transition {
 #define CUR	IBV_QP_CUR_STATE
 #define SQDN	IBV_QP_EN_SQD_ASYNC_NOTIFY
 
-#define NONE {0, 0, 0}
-#define ANY  {.valid = 1, .required = NONE, .optional = NONE}
+#define NONE                                                                                       \
+	{                                                                                          \
+		0, 0, 0                                                                            \
+	}
+#define ANY                                                                                        \
+	{                                                                                          \
+		.valid = 1, .required = NONE, .optional = NONE                                     \
+	}
 
 /* [current][next]; columns of required/optional are UD, UC, RC. Any state
  * may go to RESET or ERR with no attributes (10.3.1). */
 static const struct transition table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
-	[IBV_QPS_RESET] =
-		{
-			[IBV_QPS_RESET] = ANY,
-			[IBV_QPS_ERR] = ANY,
-			[IBV_QPS_INIT] = {1,
-					  {PKEY | PORT | QKEY, PKEY | PORT | ACC, PKEY | PORT | ACC},
-					  NONE},
-		},
-	[IBV_QPS_INIT] =
-		{
-			[IBV_QPS_RESET] = ANY,
-			[IBV_QPS_ERR] = ANY,
-			[IBV_QPS_INIT] = {1,
-					  NONE,
-					  {PKEY | PORT | QKEY, PKEY | PORT | ACC, PKEY | PORT | ACC}},
-			[IBV_QPS_RTR] = {1,
-					 {0, AV | MTU | DQPN | RQPSN,
-					  AV | MTU | DQPN | RQPSN | DRDATOM | MINRNR},
-					 {PKEY | QKEY, ALT | ACC | PKEY, ALT | ACC | PKEY}},
-		},
-	[IBV_QPS_RTR] =
-		{
-			[IBV_QPS_RESET] = ANY,
-			[IBV_QPS_ERR] = ANY,
-			[IBV_QPS_RTS] = {1,
-					 {SQPSN, SQPSN, SQPSN | TMO | RETRY | RNR | RDATOM},
-					 {CUR | QKEY, CUR | ALT | ACC | MIG,
-					  CUR | ALT | ACC | MINRNR | MIG}},
-		},
-	[IBV_QPS_RTS] =
-		{
-			[IBV_QPS_RESET] = ANY,
-			[IBV_QPS_ERR] = ANY,
-			[IBV_QPS_RTS] = {1,
-					 NONE,
-					 {CUR | QKEY, CUR | ACC | ALT | MIG,
-					  CUR | ACC | ALT | MIG | MINRNR}},
-			[IBV_QPS_SQD] = {1, NONE, {SQDN, SQDN, SQDN}},
-		},
-	[IBV_QPS_SQD] =
-		{
-			[IBV_QPS_RESET] = ANY,
-			[IBV_QPS_ERR] = ANY,
-			[IBV_QPS_RTS] = {1,
-					 NONE,
-					 {CUR | QKEY, CUR | ALT | ACC | MIG,
-					  CUR | ALT | ACC | MINRNR | MIG}},
-			[IBV_QPS_SQD] = {1,
-					 NONE,
-					 {PKEY | QKEY, AV | ALT | ACC | PKEY | MIG,
-					  PORT | AV | TMO | RETRY | RNR | RDATOM | DRDATOM | ALT | ACC |
-						  PKEY | MINRNR | MIG}},
-		},
-	[IBV_QPS_SQE] =
-		{
-			[IBV_QPS_RESET] = ANY,
-			[IBV_QPS_ERR] = ANY,
-			/* RC has no SQE state: an RC send-queue error is fatal. */
-			[IBV_QPS_RTS] = {1, NONE, {CUR | QKEY, CUR | ACC, 0}},
-		},
-	[IBV_QPS_ERR] =
-		{
-			[IBV_QPS_RESET] = ANY,
-			[IBV_QPS_ERR] = ANY,
-		},
+    [IBV_QPS_RESET] =
+	{
+	    [IBV_QPS_RESET] = ANY,
+	    [IBV_QPS_ERR] = ANY,
+	    [IBV_QPS_INIT] = {1, {PKEY | PORT | QKEY, PKEY | PORT | ACC, PKEY | PORT | ACC}, NONE},
+	},
+    [IBV_QPS_INIT] =
+	{
+	    [IBV_QPS_RESET] = ANY,
+	    [IBV_QPS_ERR] = ANY,
+	    [IBV_QPS_INIT] = {1, NONE, {PKEY | PORT | QKEY, PKEY | PORT | ACC, PKEY | PORT | ACC}},
+	    [IBV_QPS_RTR] = {1,
+			     {0, AV | MTU | DQPN | RQPSN,
+			      AV | MTU | DQPN | RQPSN | DRDATOM | MINRNR},
+			     {PKEY | QKEY, ALT | ACC | PKEY, ALT | ACC | PKEY}},
+	},
+    [IBV_QPS_RTR] =
+	{
+	    [IBV_QPS_RESET] = ANY,
+	    [IBV_QPS_ERR] = ANY,
+	    [IBV_QPS_RTS] = {1,
+			     {SQPSN, SQPSN, SQPSN | TMO | RETRY | RNR | RDATOM},
+			     {CUR | QKEY, CUR | ALT | ACC | MIG, CUR | ALT | ACC | MINRNR | MIG}},
+	},
+    [IBV_QPS_RTS] =
+	{
+	    [IBV_QPS_RESET] = ANY,
+	    [IBV_QPS_ERR] = ANY,
+	    [IBV_QPS_RTS] = {1,
+			     NONE,
+			     {CUR | QKEY, CUR | ACC | ALT | MIG, CUR | ACC | ALT | MIG | MINRNR}},
+	    [IBV_QPS_SQD] = {1, NONE, {SQDN, SQDN, SQDN}},
+	},
+    [IBV_QPS_SQD] =
+	{
+	    [IBV_QPS_RESET] = ANY,
+	    [IBV_QPS_ERR] = ANY,
+	    [IBV_QPS_RTS] = {1,
+			     NONE,
+			     {CUR | QKEY, CUR | ALT | ACC | MIG, CUR | ALT | ACC | MINRNR | MIG}},
+	    [IBV_QPS_SQD] = {1,
+			     NONE,
+			     {PKEY | QKEY, AV | ALT | ACC | PKEY | MIG,
+			      PORT | AV | TMO | RETRY | RNR | RDATOM | DRDATOM | ALT | ACC | PKEY |
+				  MINRNR | MIG}},
+	},
+    [IBV_QPS_SQE] =
+	{
+	    [IBV_QPS_RESET] = ANY,
+	    [IBV_QPS_ERR] = ANY,
+	    /* RC has no SQE state: an RC send-queue error is fatal. */
+	    [IBV_QPS_RTS] = {1, NONE, {CUR | QKEY, CUR | ACC, 0}},
+	},
+    [IBV_QPS_ERR] =
+	{
+	    [IBV_QPS_RESET] = ANY,
+	    [IBV_QPS_ERR] = ANY,
+	},
 };
 
 static int type_column(enum ibv_qp_type type)
@@ -117,8 +116,7 @@ static int type_column(enum ibv_qp_type type)
 	}
 }
 
-enum ibv_qp_state uro_qp_next_state(enum ibv_qp_state cur, const struct ibv_qp_attr *attr,
-				    int mask)
+enum ibv_qp_state uro_qp_next_state(enum ibv_qp_state cur, const struct ibv_qp_attr *attr, int mask)
 {
 	return (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 }
@@ -153,9 +151,9 @@ int uro_qp_transition_check(enum ibv_qp_type type, enum ibv_qp_state cur, enum i
 const char *uro_qp_state_name(enum ibv_qp_state state)
 {
 	static const char *const names[] = {
-		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
-		[IBV_QPS_RTS] = "RTS",	   [IBV_QPS_SQD] = "SQD",   [IBV_QPS_SQE] = "SQE",
-		[IBV_QPS_ERR] = "ERR",
+	    [IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
+	    [IBV_QPS_RTS] = "RTS",     [IBV_QPS_SQD] = "SQD",	[IBV_QPS_SQE] = "SQE",
+	    [IBV_QPS_ERR] = "ERR",
 	};
 
 	return state <= IBV_QPS_ERR ? names[state] : "UNKNOWN";

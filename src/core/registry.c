@@ -38,10 +38,10 @@ static int open_registry(const char *dir, int flags)
 static struct flock record_lock(short type, unsigned slot)
 {
 	struct flock fl = {
-		.l_type = type,
-		.l_whence = SEEK_SET,
-		.l_start = (off_t)slot * (off_t)sizeof(struct uro_slot_record),
-		.l_len = sizeof(struct uro_slot_record),
+	    .l_type = type,
+	    .l_whence = SEEK_SET,
+	    .l_start = (off_t)slot * (off_t)sizeof(struct uro_slot_record),
+	    .l_len = sizeof(struct uro_slot_record),
 	};
 	return fl;
 }
@@ -103,7 +103,7 @@ int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *
 	}
 	live = fl.l_type != F_UNLCK;
 	if (live && pread(fd, rec, sizeof(*rec), (off_t)slot * (off_t)sizeof(*rec)) !=
-			    (ssize_t)sizeof(*rec))
+			(ssize_t)sizeof(*rec))
 		memset(rec, 0, sizeof(*rec));
 	close(fd);
 	return live;

@@ -19,7 +19,7 @@ struct uro_slot_record {
 	uint32_t magic;
 	int32_t pid;
 	uint32_t uid;
-	int32_t seg_fd;	     /* the owner's memfd: /proc/<pid>/fd/<seg_fd> */
+	int32_t seg_fd; /* the owner's memfd: /proc/<pid>/fd/<seg_fd> */
 	uint64_t seg_size;
 	char device[URO_NAME_MAX];
 	uint8_t reserved[40];

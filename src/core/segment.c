@@ -23,7 +23,8 @@ static size_t align_up(size_t v, size_t a)
 
 static int init_pools(struct uro_segment *s)
 {
-	if (uro_index_pool_init(&s->qp_ids, URO_MAX_QP) || uro_index_pool_init(&s->cq_ids, URO_MAX_CQ) ||
+	if (uro_index_pool_init(&s->qp_ids, URO_MAX_QP) ||
+	    uro_index_pool_init(&s->cq_ids, URO_MAX_CQ) ||
 	    uro_index_pool_init(&s->srq_ids, URO_MAX_SRQ) ||
 	    uro_index_pool_init(&s->mr_ids, URO_MAX_MR))
 		return -1;

@@ -80,8 +80,8 @@ struct uro_seg_mr {
 	uint32_t pd;
 	uint32_t access;
 	uint32_t generation; /* bumped on each reuse of the entry */
-	uint64_t addr; /* where the bytes are in the owner's address space */
-	uint64_t iova; /* the address remote peers name them by */
+	uint64_t addr;	     /* where the bytes are in the owner's address space */
+	uint64_t iova;	     /* the address remote peers name them by */
 	uint64_t length;
 	uint8_t reserved[16];
 };

@@ -103,9 +103,8 @@ static void grh_gids(const struct ibv_grh *grh, union ibv_gid *sgid, union ibv_g
 	*tclass = (uint8_t)(ntohl(grh->version_tclass_flow) >> 20);
 }
 
-URO_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
-				   struct ibv_wc *wc, struct ibv_grh *grh,
-				   struct ibv_ah_attr *ah_attr)
+URO_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+				   struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
 {
 	struct uro_context *ctx = to_uctx(context);
 	union ibv_gid sgid, dgid;

@@ -12,17 +12,17 @@ enum event_object { OBJ_NONE, OBJ_QP, OBJ_CQ, OBJ_SRQ };
 
 /* Which object each event is affiliated with (ibv_get_async_event(3)). */
 static const enum event_object affiliation[] = {
-	[IBV_EVENT_CQ_ERR] = OBJ_CQ,
-	[IBV_EVENT_QP_FATAL] = OBJ_QP,
-	[IBV_EVENT_QP_REQ_ERR] = OBJ_QP,
-	[IBV_EVENT_QP_ACCESS_ERR] = OBJ_QP,
-	[IBV_EVENT_COMM_EST] = OBJ_QP,
-	[IBV_EVENT_SQ_DRAINED] = OBJ_QP,
-	[IBV_EVENT_PATH_MIG] = OBJ_QP,
-	[IBV_EVENT_PATH_MIG_ERR] = OBJ_QP,
-	[IBV_EVENT_QP_LAST_WQE_REACHED] = OBJ_QP,
-	[IBV_EVENT_SRQ_ERR] = OBJ_SRQ,
-	[IBV_EVENT_SRQ_LIMIT_REACHED] = OBJ_SRQ,
+    [IBV_EVENT_CQ_ERR] = OBJ_CQ,
+    [IBV_EVENT_QP_FATAL] = OBJ_QP,
+    [IBV_EVENT_QP_REQ_ERR] = OBJ_QP,
+    [IBV_EVENT_QP_ACCESS_ERR] = OBJ_QP,
+    [IBV_EVENT_COMM_EST] = OBJ_QP,
+    [IBV_EVENT_SQ_DRAINED] = OBJ_QP,
+    [IBV_EVENT_PATH_MIG] = OBJ_QP,
+    [IBV_EVENT_PATH_MIG_ERR] = OBJ_QP,
+    [IBV_EVENT_QP_LAST_WQE_REACHED] = OBJ_QP,
+    [IBV_EVENT_SRQ_ERR] = OBJ_SRQ,
+    [IBV_EVENT_SRQ_LIMIT_REACHED] = OBJ_SRQ,
 };
 
 static enum event_object object_of(enum ibv_event_type t)

@@ -76,8 +76,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 			 dev->link.netdev);
 	if (uro_registry_claim(NULL, &ctx->slot))
 		goto fail;
-	if (uro_segment_create(&ctx->seg, ctx->slot.slot) || publish(ctx) ||
-	    open_async_pipe(ctx))
+	if (uro_segment_create(&ctx->seg, ctx->slot.slot) || publish(ctx) || open_async_pipe(ctx))
 		goto fail;
 	uro_context_set_ops(ctx);
 	return c;

@@ -11,7 +11,7 @@
 
 /* What an extended CQ can report per completion (ibv_create_cq_ex(3)). */
 #define SUPPORTED_WC_FLAGS                                                                         \
-	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |                   \
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |                    \
 	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |                         \
 	 IBV_WC_EX_WITH_DLID_PATH_BITS)
 #define SUPPORTED_CQ_FLAGS (IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
@@ -244,8 +244,8 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 URO_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct ibv_cq_ex *cqx = cq_create(context, cqe, cq_context, channel, comp_vector,
-					  IBV_WC_STANDARD_FLAGS);
+	struct ibv_cq_ex *cqx =
+	    cq_create(context, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS);
 
 	return cqx ? ibv_cq_ex_to_cq(cqx) : NULL;
 }
@@ -263,8 +263,8 @@ struct ibv_cq_ex *uro_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_att
 		return uro_fail_null(EOPNOTSUPP);
 	if (attr->cqe > (uint32_t)URO_MAX_CQE)
 		return uro_fail_null(EINVAL);
-	return cq_create(c, (int)attr->cqe, attr->cq_context, attr->channel,
-			 (int)attr->comp_vector, attr->wc_flags);
+	return cq_create(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector,
+			 attr->wc_flags);
 }
 
 URO_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)

@@ -56,25 +56,38 @@ URO_EXPORT void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uv
 }
 
 /* The path-record fields the two structs share, in either direction. */
-#define PATH_REC_FIELDS(X)                                                                         \
-	X(dlid) X(slid) X(raw_traffic) X(flow_label) X(reversible) X(mtu) X(pkey) X(hop_limit)     \
-	X(traffic_class) X(numb_path) X(sl) X(mtu_selector) X(rate_selector) X(rate)               \
-	X(packet_life_time_selector) X(packet_life_time) X(preference)
+#define COPY_PATH_REC(d, s)                                                                        \
+	do {                                                                                       \
+		(d)->dlid = (s)->dlid;                                                             \
+		(d)->slid = (s)->slid;                                                             \
+		(d)->raw_traffic = (s)->raw_traffic;                                               \
+		(d)->flow_label = (s)->flow_label;                                                 \
+		(d)->reversible = (s)->reversible;                                                 \
+		(d)->mtu = (s)->mtu;                                                               \
+		(d)->pkey = (s)->pkey;                                                             \
+		(d)->hop_limit = (s)->hop_limit;                                                   \
+		(d)->traffic_class = (s)->traffic_class;                                           \
+		(d)->numb_path = (s)->numb_path;                                                   \
+		(d)->sl = (s)->sl;                                                                 \
+		(d)->mtu_selector = (s)->mtu_selector;                                             \
+		(d)->rate_selector = (s)->rate_selector;                                           \
+		(d)->rate = (s)->rate;                                                             \
+		(d)->packet_life_time_selector = (s)->packet_life_time_selector;                   \
+		(d)->packet_life_time = (s)->packet_life_time;                                     \
+		(d)->preference = (s)->preference;                                                 \
+	} while (0)
 
-URO_EXPORT void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src)
+URO_EXPORT void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
+					    struct ib_user_path_rec *src)
 {
-#define COPY(f) dst->f = src->f;
-	PATH_REC_FIELDS(COPY)
-#undef COPY
+	COPY_PATH_REC(dst, src);
 	memcpy(dst->dgid.raw, src->dgid, 16);
 	memcpy(dst->sgid.raw, src->sgid, 16);
 }
 
 URO_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src)
 {
-#define COPY(f) dst->f = src->f;
-	PATH_REC_FIELDS(COPY)
-#undef COPY
+	COPY_PATH_REC(dst, src);
 	memcpy(dst->dgid, src->dgid.raw, 16);
 	memcpy(dst->sgid, src->sgid.raw, 16);
 }

@@ -117,8 +117,8 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 {
 	struct uro_mr *mr = uro_container_of(ibmr, struct uro_mr, ibmr);
 	struct uro_context *ctx = to_uctx(ibmr->context);
-	const int known = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
-			  IBV_REREG_MR_CHANGE_ACCESS;
+	const int known =
+	    IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
 
 	if (!flags || (flags & ~known))
 		goto input;

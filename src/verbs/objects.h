@@ -63,10 +63,10 @@ struct uro_cq {
 	uint32_t index;
 	struct uro_seg_cq *pub;
 	struct uro_cqe *ring;
-	unsigned users;	       /* QPs and SRQs... QPs using it: destroy is EBUSY */
+	unsigned users;	      /* QPs and SRQs... QPs using it: destroy is EBUSY */
 	uint32_t comp_events; /* delivered on the channel, for ack accounting */
 	uint32_t async_events;
-	uint64_t wc_flags; /* of create_cq_ex */
+	uint64_t wc_flags;   /* of create_cq_ex */
 	struct uro_cqe *cur; /* the entry an extended-CQ poll is on */
 };
 

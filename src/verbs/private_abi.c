@@ -146,10 +146,10 @@ URO_EXPORT unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, void *ty
 	return num_attrs;
 }
 
-URO_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev,
-					 const char *fnfmt, ...);
-URO_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev,
-					 const char *fnfmt, ...)
+URO_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev, const char *fnfmt,
+					 ...);
+URO_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, void *sysfs_dev, const char *fnfmt,
+					 ...)
 {
 	(void)buf;
 	(void)size;

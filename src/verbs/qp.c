@@ -269,8 +269,11 @@ static void publish_attr(struct uro_qp *qp)
 
 static void post_event(struct uro_qp *qp, enum ibv_event_type type)
 {
-	struct ibv_async_event ev = {.element.qp = &qp->qpx.qp_base, .event_type = type};
+	struct ibv_async_event ev;
 
+	memset(&ev, 0, sizeof(ev)); /* the padding goes down the pipe too */
+	ev.element.qp = &qp->qpx.qp_base;
+	ev.event_type = type;
 	uro_async_post(to_uctx(qp->qpx.qp_base.context), &ev);
 }
 

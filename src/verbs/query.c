@@ -116,9 +116,8 @@ URO_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port, uin
 	return 0;
 }
 
-URO_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
-					struct ibv_gid_entry *entries, size_t max_entries,
-					uint32_t flags, size_t entry_size)
+URO_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
+					size_t max_entries, uint32_t flags, size_t entry_size)
 {
 	struct uro_context *ctx = to_uctx(context);
 
@@ -142,13 +141,12 @@ URO_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port, uns
 		errno = err == ENODATA ? EINVAL : err;
 		return -1;
 	}
-	*type = g->type == IBV_GID_TYPE_ROCE_V2 ? GID_TYPE_SYSFS_ROCE_V2
-						 : GID_TYPE_SYSFS_IB_ROCE_V1;
+	*type =
+	    g->type == IBV_GID_TYPE_ROCE_V2 ? GID_TYPE_SYSFS_ROCE_V2 : GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 
-URO_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port, int index,
-			      __be16 *pkey)
+URO_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port, int index, __be16 *pkey)
 {
 	(void)context;
 	if (port != 1 || index < 0 || index >= URO_PKEY_TBL_LEN) {

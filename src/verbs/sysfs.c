@@ -24,7 +24,8 @@ URO_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 	ssize_t n;
 	int fd;
 
-	if (!dir[0] || size == 0 || snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path)) {
+	if (!dir[0] || size == 0 ||
+	    snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path)) {
 		errno = ENOENT;
 		return -1;
 	}

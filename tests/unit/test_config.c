@@ -1,0 +1,130 @@
+/* Link configuration: parsing, its errors with line numbers, add/delete
+ * rules and a save/load round trip. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "config.h"
+
+static char err[512];
+
+static int parse(const char *text, struct uro_config *cfg)
+{
+	err[0] = '\0';
+	return uro_config_parse(text, "links.conf", cfg, err, sizeof(err));
+}
+
+static void test_valid(void)
+{
+	struct uro_config cfg;
+
+	CHECK_EQ(parse("# comment\n\nlink a netdev lo\nlink b netdev lo type ib lid 7 # x\n"
+		       "  link c netdev eth0 type rxe\n",
+		       &cfg),
+		 0);
+	CHECK_EQ(cfg.n, 3);
+	CHECK_STR(cfg.links[0].name, "a");
+	CHECK_EQ(cfg.links[0].type, URO_LINK_ROCE);
+	CHECK_EQ(cfg.links[1].type, URO_LINK_IB);
+	CHECK_EQ(cfg.links[1].lid, 7);
+	CHECK_STR(cfg.links[2].netdev, "eth0");
+	CHECK_EQ(parse("", &cfg), 0);
+	CHECK_EQ(cfg.n, 0); /* an empty file means no devices at all */
+}
+
+static void expect_error(const char *text, const char *what)
+{
+	struct uro_config cfg;
+
+	CHECK_EQ(parse(text, &cfg), -1);
+	if (!strstr(err, what))
+		fprintf(stderr, "  got '%s', expected '%s'\n", err, what);
+	CHECK(strstr(err, what) != NULL);
+}
+
+static void test_errors(void)
+{
+	expect_error("link a netdev lo\nlink b netdev lo colour red\n",
+		     "links.conf:2: unknown keyword");
+	expect_error("link a\n", "links.conf:1: missing 'netdev IFACE'");
+	expect_error("\n\nlink a netdev lo type iwarp\n", "links.conf:3: type must be");
+	expect_error("link a netdev lo type ib\n", "links.conf:1: an ib link needs 'lid N'");
+	expect_error("link a netdev lo lid 3\n", "links.conf:1: only an ib link has a lid");
+	expect_error("link a netdev lo type ib lid 0\n", "links.conf:1: lid must be");
+	expect_error("link a netdev lo type ib lid 0xc000\n", "links.conf:1: lid must be");
+	expect_error("link a netdev lo\nlink a netdev lo\n", "links.conf:2: link 'a' already");
+	expect_error("link a netdev lo type ib lid 4\nlink b netdev lo type ib lid 4\n",
+		     "links.conf:2: LID 4");
+	expect_error("link bad/name netdev lo\n", "links.conf:1: invalid link name");
+	expect_error("device a netdev lo\n", "links.conf:1: expected 'link NAME");
+	expect_error("link a netdev\n", "links.conf:1: keyword without a value");
+}
+
+static void test_add_delete(void)
+{
+	struct uro_config cfg;
+	struct uro_link l = {.name = "ib1", .netdev = "lo", .type = URO_LINK_IB};
+
+	uro_config_default(&cfg);
+	CHECK_EQ(cfg.n, 1);
+	CHECK_STR(cfg.links[0].name, "uroce0");
+	CHECK_STR(cfg.links[0].netdev, "lo");
+	CHECK_EQ(uro_config_add(&cfg, &l, err, sizeof(err)), 0);
+	CHECK_EQ(uro_config_find(&cfg, "ib1")->lid, 1); /* assigned */
+	strcpy(l.name, "ib2");
+	CHECK_EQ(uro_config_add(&cfg, &l, err, sizeof(err)), 0);
+	CHECK_EQ(uro_config_find(&cfg, "ib2")->lid, 2); /* unique */
+	CHECK_EQ(uro_config_add(&cfg, &l, err, sizeof(err)), -1);
+	CHECK(strstr(err, "already exists") != NULL);
+	CHECK_EQ(uro_config_delete(&cfg, "ib1", err, sizeof(err)), 0);
+	CHECK_EQ(uro_config_delete(&cfg, "ib1", err, sizeof(err)), -1);
+	CHECK(strstr(err, "no link named 'ib1'") != NULL);
+	CHECK_EQ(cfg.n, 2);
+}
+
+static void test_round_trip(void)
+{
+	char dir[] = "/tmp/uroce-config-XXXXXX";
+	char path[256];
+	struct uro_config cfg, back;
+	struct uro_link l = {.name = "ib9", .netdev = "lo", .type = URO_LINK_IB, .lid = 9};
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/sub/links.conf", dir);
+	CHECK_EQ(uro_config_load(path, &back, err, sizeof(err)), 0); /* no file: default */
+	CHECK_EQ(back.n, 1);
+	uro_config_default(&cfg);
+	CHECK_EQ(uro_config_add(&cfg, &l, err, sizeof(err)), 0);
+	CHECK_EQ(uro_config_save(path, &cfg, err, sizeof(err)), 0);
+	CHECK_EQ(uro_config_load(path, &back, err, sizeof(err)), 0);
+	CHECK_EQ(back.n, 2);
+	CHECK_EQ(back.links[1].lid, 9);
+	CHECK_EQ(back.links[1].type, URO_LINK_IB);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
+static void test_path(void)
+{
+	char buf[256];
+
+	setenv("UROCE_CONFIG", "/x/y.conf", 1);
+	CHECK_EQ(uro_config_path(buf, sizeof(buf)), 0);
+	CHECK_STR(buf, "/x/y.conf");
+	unsetenv("UROCE_CONFIG");
+	setenv("XDG_CONFIG_HOME", "/cfg", 1);
+	CHECK_EQ(uro_config_path(buf, sizeof(buf)), 0);
+	CHECK_STR(buf, "/cfg/uroce/links.conf");
+}
+
+int main(void)
+{
+	test_valid();
+	test_errors();
+	test_add_delete();
+	test_round_trip();
+	test_path();
+	return check_report();
+}

@@ -1,0 +1,81 @@
+/* uroce run: execute a program with uroce's libibverbs.so.1 (and, later,
+ * librdmacm.so.1) ahead of the system's, so an unmodified binary uses
+ * uroce. exec keeps the pid, the signals and the exit status the program's. */
+#include <errno.h>
+#include <limits.h>
+#include <linux/limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+
+static const char run_usage[] = "usage: uroce run CMD [ARGS...]\n"
+				"\n"
+				"Runs CMD with uroce's RDMA libraries first on LD_LIBRARY_PATH.\n"
+				"UROCE_LIBDIR overrides where they are looked for.\n";
+
+static int has_library(const char *dir)
+{
+	char path[PATH_MAX + 32];
+
+	if (snprintf(path, sizeof(path), "%s/libibverbs.so.1", dir) >= (int)sizeof(path))
+		return 0;
+	return access(path, R_OK) == 0;
+}
+
+/* Next to this executable: the build tree keeps the libraries in ../lib,
+ * an installed prefix in its private library directory. */
+static int find_libdir(char *out, size_t len)
+{
+	static const char *const rel[] = {UROCE_RELATIVE_LIBDIR, "../lib"};
+	const char *env = getenv("UROCE_LIBDIR");
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return has_library(out) ? 0 : -1;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -1;
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char cand[PATH_MAX + 64];
+		char real[PATH_MAX];
+
+		if (snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]) >= (int)sizeof(cand))
+			continue;
+		if (has_library(cand) && realpath(cand, real)) {
+			snprintf(out, len, "%s", real);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int uro_cmd_run(int argc, char **argv)
+{
+	char libdir[PATH_MAX];
+	const char *old = getenv("LD_LIBRARY_PATH");
+	char *path;
+
+	if (argc < 1 || uro_is_help(argv[0])) {
+		fputs(run_usage, argc < 1 ? stderr : stdout);
+		return argc < 1 ? 2 : 0;
+	}
+	if (find_libdir(libdir, sizeof(libdir))) {
+		fprintf(stderr, "uroce: cannot find uroce's libibverbs.so.1 (set UROCE_LIBDIR)\n");
+		return 127;
+	}
+	if (asprintf(&path, "%s%s%s", libdir, old && *old ? ":" : "", old ? old : "") < 0)
+		return 127;
+	setenv("LD_LIBRARY_PATH", path, 1);
+	free(path);
+	execvp(argv[0], argv);
+	fprintf(stderr, "uroce: cannot run %s: %s\n", argv[0], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
