@@ -21,7 +21,10 @@ struct uro_cqe {
 	uint16_t slid;
 	uint8_t sl;
 	uint8_t dlid_path_bits;
-	uint8_t reserved[14];
+	uint8_t reserved0[2];
+	uint32_t sq_seq; /* send completions: which send WQE this retires */
+	uint32_t seq;	 /* ring position + 1 once the entry is written */
+	uint32_t reserved1;
 };
 
 _Static_assert(sizeof(struct uro_cqe) == 64, "CQE is one cache line");

@@ -31,6 +31,17 @@ static int init_pools(struct uro_segment *s)
 	return 0;
 }
 
+static void init_atomic_lock(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 static void lay_out(struct uro_segment *s, unsigned slot)
 {
 	struct uro_seg_header *h = (struct uro_seg_header *)s->base;
@@ -51,6 +62,8 @@ static void lay_out(struct uro_segment *s, unsigned slot)
 	h->mr_off = off;
 	off = align_up(off + URO_MAX_MR * sizeof(struct uro_seg_mr), 4096);
 	h->arena_off = off;
+	h->async_wfd = -1;
+	init_atomic_lock(&h->atomic_lock);
 
 	s->hdr = h;
 	s->qp = (struct uro_seg_qp *)(s->base + h->qp_off);

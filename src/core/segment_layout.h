@@ -6,12 +6,13 @@
 #define URO_SEGMENT_LAYOUT_H
 
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 1
+#define URO_SEG_VERSION 2
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 struct uro_seg_counters {
@@ -21,10 +22,22 @@ struct uro_seg_counters {
 	uint64_t reserved[13];
 };
 
+/* A receive queue, a QP's own or an SRQ's: the owner posts at tail, any
+ * process that delivers a message takes at head (recv_queue.c). */
+struct uro_seg_rq {
+	uint64_t ring; /* arena offset */
+	uint32_t size; /* entries; 0 for a QP on an SRQ */
+	uint32_t stride;
+	uint32_t max_sge;
+	uint32_t head;
+	uint32_t tail;
+	uint32_t limit; /* SRQ limit (IBTA 10.2.9.3); 0 = not armed */
+};
+
 struct uro_seg_qp {
 	uint32_t in_use;
 	uint32_t qpn;
-	uint32_t state; /* enum ibv_qp_state */
+	uint32_t state; /* enum ibv_qp_state; peers may move it to ERR */
 	uint32_t type;	/* enum ibv_qp_type */
 	uint32_t pd;	/* PD handle: remote checks compare these */
 	uint32_t access;
@@ -35,8 +48,6 @@ struct uro_seg_qp {
 	uint32_t srq; /* SRQ index + 1; 0 = none */
 	uint32_t send_cq;
 	uint32_t recv_cq;
-	uint32_t max_recv_wr;
-	uint32_t max_recv_sge;
 	uint16_t pkey_index;
 	uint16_t dlid;
 	uint8_t path_mtu;
@@ -48,29 +59,30 @@ struct uro_seg_qp {
 	uint8_t max_dest_rd_atomic;
 	uint8_t port;
 	union ibv_gid dgid;
-	uint64_t rq_ring; /* arena offset */
-	uint8_t reserved[32];
+	uint64_t token; /* the owner's struct ibv_qp *, named in its events */
+	struct uro_seg_rq rq;
+	uint8_t reserved[136];
 };
 
 struct uro_seg_cq {
 	uint32_t in_use;
-	uint32_t cqe;
-	uint64_t ring; /* arena offset: cqe + 1 entries */
-	uint32_t head;
-	uint32_t tail;
-	uint32_t armed;
-	uint8_t reserved[36];
+	uint32_t size;	     /* ring entries */
+	uint64_t ring;	     /* arena offset */
+	uint32_t head;	     /* the owner's next entry to poll */
+	uint32_t tail;	     /* producers reserve entries here (cq_ring.c) */
+	uint32_t armed;	     /* 0, 1 = next completion, 2 = next solicited */
+	int32_t channel_wfd; /* the owner's completion-channel pipe; -1 none */
+	uint64_t token;	     /* what the channel carries: the owner's CQ */
+	uint32_t overrun;    /* a completion found the ring full */
+	uint8_t reserved[20];
 };
 
 struct uro_seg_srq {
 	uint32_t in_use;
 	uint32_t pd;
-	uint32_t max_wr;
-	uint32_t max_sge;
-	uint32_t limit;
-	uint32_t reserved0;
-	uint64_t ring;
-	uint8_t reserved[32];
+	uint64_t token;
+	struct uro_seg_rq rq;
+	uint8_t reserved[16];
 };
 
 struct uro_seg_mr {
@@ -95,10 +107,16 @@ struct uro_seg_header {
 	uint64_t size;
 	uint64_t qp_off, cq_off, srq_off, mr_off, arena_off;
 	struct uro_seg_counters counters;
+	int32_t async_wfd; /* the owner's async-event pipe */
+	uint32_t reserved0;
+	/* Serialises every atomic operation that targets this process, so
+	 * atomics are atomic with respect to each other (IBV_ATOMIC_HCA).
+	 * Robust: a peer that dies holding it does not wedge the others. */
+	pthread_mutex_t atomic_lock;
 	uint8_t reserved[64];
 };
 
-_Static_assert(sizeof(struct uro_seg_qp) == 128, "QP entry size");
+_Static_assert(sizeof(struct uro_seg_qp) == 256, "QP entry size");
 _Static_assert(sizeof(struct uro_seg_cq) == 64, "CQ entry size");
 _Static_assert(sizeof(struct uro_seg_srq) == 64, "SRQ entry size");
 _Static_assert(sizeof(struct uro_seg_mr) == 64, "MR entry size");

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "objects.h"
 
 enum event_object { OBJ_NONE, OBJ_QP, OBJ_CQ, OBJ_SRQ };
@@ -68,25 +67,20 @@ static int counts_of(const struct ibv_async_event *ev, struct event_counts *c)
 	}
 }
 
-void uro_async_post(struct uro_context *ctx, const struct ibv_async_event *ev)
-{
-	struct event_counts c;
-	int affiliated = counts_of(ev, &c);
-
-	if (affiliated)
-		pthread_mutex_lock(c.mutex);
-	if (write(ctx->async_wfd, ev, sizeof(*ev)) != (ssize_t)sizeof(*ev))
-		uro_warn("async event %s lost: %s", ibv_event_type_str(ev->event_type),
-			 strerror(errno));
-	else if (affiliated)
-		(*c.reported)++;
-	if (affiliated)
-		pthread_mutex_unlock(c.mutex);
-}
-
+/* Events are written by whichever process raised them (this one, or a peer
+ * acting as the NIC), so an event counts as reported when it is read. */
 URO_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
-	return read(context->async_fd, event, sizeof(*event)) == (ssize_t)sizeof(*event) ? 0 : -1;
+	struct event_counts c;
+
+	if (read(context->async_fd, event, sizeof(*event)) != (ssize_t)sizeof(*event))
+		return -1;
+	if (counts_of(event, &c)) {
+		pthread_mutex_lock(c.mutex);
+		(*c.reported)++;
+		pthread_mutex_unlock(c.mutex);
+	}
+	return 0;
 }
 
 URO_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)

@@ -3,6 +3,7 @@
  * is the address of the CQ that fired. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -41,12 +42,30 @@ URO_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
+/* While requests wait behind RNR NAKs, a blocked waiter is what keeps
+ * them going: it wakes for their retry timers (there is no helper thread). */
+static int wait_readable(struct ibv_comp_channel *channel)
+{
+	struct uro_context *ctx = to_uctx(channel->context);
+	struct pollfd pfd = {.fd = channel->fd, .events = POLLIN};
+	uint64_t next;
+
+	while ((next = uro_progress(ctx)) != 0) {
+		int ms = (int)((next + 999999) / 1000000);
+		int n = poll(&pfd, 1, ms > 0 ? ms : 1);
+
+		if (n != 0)
+			return n < 0 ? -1 : 0;
+	}
+	return 0;
+}
+
 URO_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 				void **cq_context)
 {
 	struct uro_cq *ucq;
 
-	if (read(channel->fd, &ucq, sizeof(ucq)) != (ssize_t)sizeof(ucq))
+	if (wait_readable(channel) || read(channel->fd, &ucq, sizeof(ucq)) != (ssize_t)sizeof(ucq))
 		return -1;
 	*cq = uro_cq_base(ucq);
 	*cq_context = ucq->cqx.cq_context;

@@ -39,6 +39,12 @@ static int open_async_pipe(struct uro_context *ctx)
 
 static void context_free(struct uro_context *ctx)
 {
+	for (unsigned i = 0; i < URO_MAX_SLOTS; i++) {
+		if (!ctx->peers[i] || ctx->peers[i] == &ctx->self)
+			continue;
+		uro_peer_detach(ctx->peers[i]);
+		free(ctx->peers[i]);
+	}
 	if (ctx->vctx.context.async_fd >= 0)
 		close(ctx->vctx.context.async_fd);
 	if (ctx->async_wfd >= 0)
@@ -76,8 +82,11 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 			 dev->link.netdev);
 	if (uro_registry_claim(NULL, &ctx->slot))
 		goto fail;
-	if (uro_segment_create(&ctx->seg, ctx->slot.slot) || publish(ctx) || open_async_pipe(ctx))
+	if (uro_segment_create(&ctx->seg, ctx->slot.slot) || open_async_pipe(ctx) || publish(ctx))
 		goto fail;
+	ctx->seg.hdr->async_wfd = ctx->async_wfd;
+	uro_peer_self(&ctx->self, &ctx->seg, ctx->slot.slot);
+	ctx->peers[ctx->slot.slot] = &ctx->self;
 	uro_context_set_ops(ctx);
 	return c;
 fail:
@@ -85,6 +94,39 @@ fail:
 	uro_warn("%s: cannot open device: %s", dev->link.name, strerror(err));
 	context_free(ctx);
 	return uro_fail_null(err);
+}
+
+struct uro_peer *uro_peer_of(struct uro_context *ctx, uint32_t qpn, int *err)
+{
+	unsigned slot = (qpn & 0xffffff) >> URO_QPN_INDEX_BITS;
+	struct uro_peer *p;
+	int rc;
+
+	*err = 0;
+	if (slot == 0 || slot >= URO_MAX_SLOTS) {
+		*err = EINVAL;
+		return NULL;
+	}
+	p = ctx->peers[slot];
+	if (p && !p->dead)
+		return p;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			*err = ENOMEM;
+			return NULL;
+		}
+		ctx->peers[slot] = p;
+	} else {
+		uro_peer_detach(p); /* a dead process's slot may have a new owner */
+	}
+	rc = uro_peer_attach(p, NULL, slot);
+	if (rc) {
+		p->dead = 1;
+		*err = -rc;
+		return NULL;
+	}
+	return p;
 }
 
 URO_EXPORT int ibv_close_device(struct ibv_context *context)

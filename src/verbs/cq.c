@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cq_ring.h"
 #include "objects.h"
 
 /* What an extended CQ can report per completion (ibv_create_cq_ex(3)). */
@@ -16,30 +17,31 @@
 	 IBV_WC_EX_WITH_DLID_PATH_BITS)
 #define SUPPORTED_CQ_FLAGS (IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
-static size_t ring_bytes(uint32_t cqe)
+static size_t ring_bytes(uint32_t entries)
 {
-	return ((size_t)cqe + 1) * sizeof(struct uro_cqe);
+	return (size_t)entries * sizeof(struct uro_cqe);
 }
 
-static uint32_t ring_count(const struct uro_seg_cq *p)
-{
-	return __atomic_load_n(&p->tail, __ATOMIC_ACQUIRE) - p->head;
-}
-
-static struct uro_cqe *ring_entry(struct uro_cq *cq, uint32_t pos)
-{
-	return &cq->ring[pos % (cq->pub->cqe + 1)];
-}
-
-/* Head of the ring or NULL; consuming it is the caller's advance_head(). */
 static struct uro_cqe *peek(struct uro_cq *cq)
 {
-	return ring_count(cq->pub) ? ring_entry(cq, cq->pub->head) : NULL;
+	return uro_cq_peek(cq->pub, cq->ring);
 }
 
+/* Polling a send completion frees the send-queue entries up to it, as a
+ * hardware driver learns of them (so unsignaled work fills the queue until
+ * a signaled completion is polled, ibv_post_send(3)). */
 static void advance_head(struct uro_cq *cq)
 {
-	__atomic_store_n(&cq->pub->head, cq->pub->head + 1, __ATOMIC_RELEASE);
+	const struct uro_cqe *e = peek(cq);
+
+	if (e && e->sq_seq) {
+		struct uro_context *ctx = to_uctx(cq->cqx.context);
+		struct uro_qp *qp = ctx->qps[e->qp_num & (URO_MAX_QP - 1)];
+
+		if (qp && qp->qpx.qp_base.qp_num == e->qp_num)
+			qp->sq_retired = e->sq_seq;
+	}
+	uro_cq_consume(cq->pub);
 }
 
 static void to_wc(const struct uro_cqe *e, struct ibv_wc *wc)
@@ -64,6 +66,7 @@ int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct uro_cq *cq = to_ucq(ibcq);
 	int got = 0;
 
+	uro_progress(to_uctx(ibcq->context)); /* RNR retries; free when none wait */
 	for (struct uro_cqe *e; got < n && (e = peek(cq)); got++) {
 		to_wc(e, &wc[got]);
 		advance_head(cq);
@@ -97,6 +100,7 @@ static int start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 {
 	if (attr->comp_mask)
 		return EINVAL;
+	uro_progress(to_uctx(cqx->context));
 	return load_current(uro_container_of(cqx, struct uro_cq, cqx));
 }
 
@@ -180,15 +184,16 @@ static void set_poll_ops(struct ibv_cq_ex *c)
 	c->read_dlid_path_bits = read_dlid_path_bits;
 }
 
-static int alloc_ring(struct uro_context *ctx, struct uro_cq *cq, uint32_t cqe)
+static int alloc_ring(struct uro_context *ctx, struct uro_cq *cq, uint32_t entries)
 {
-	uint64_t off = uro_arena_alloc(&ctx->seg, ring_bytes(cqe));
+	uint64_t off = uro_arena_alloc(&ctx->seg, ring_bytes(entries));
 
 	if (!off)
 		return ENOMEM;
 	cq->pub->ring = off;
-	cq->pub->cqe = cqe;
+	cq->pub->size = entries;
 	cq->ring = uro_seg_ptr(&ctx->seg, off);
+	memset(cq->ring, 0, ring_bytes(entries)); /* no stale seq from a reused range */
 	return 0;
 }
 
@@ -224,7 +229,9 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 		free(cq);
 		return uro_fail_null(err);
 	}
-	cq->pub->in_use = 1;
+	cq->pub->token = (uintptr_t)cq;
+	cq->pub->channel_wfd = channel ? to_uchannel(channel)->wfd : -1;
+	__atomic_store_n(&cq->pub->in_use, 1, __ATOMIC_RELEASE);
 	if (channel)
 		to_uchannel(channel)->users++;
 	uro_unlock(ctx);
@@ -267,20 +274,23 @@ struct ibv_cq_ex *uro_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_att
 			 attr->wc_flags);
 }
 
+/* Resizing copies what is waiting into a new ring; like a hardware CQ it
+ * must not race with completions being added (ibv_resize_cq(3)). */
 URO_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct uro_cq *cq = to_ucq(ibcq);
 	struct uro_context *ctx = to_uctx(ibcq->context);
 	struct uro_cqe *old = cq->ring;
 	uint64_t old_off = cq->pub->ring;
-	uint32_t old_cqe = cq->pub->cqe;
+	uint32_t old_size = cq->pub->size;
+	uint32_t head = cq->pub->head;
 	uint32_t pending;
 	int err;
 
 	if (cqe < 1 || cqe > URO_MAX_CQE)
 		return EINVAL;
 	uro_lock(ctx);
-	pending = ring_count(cq->pub);
+	pending = uro_cq_pending(cq->pub);
 	/* Shrinking below what is waiting would lose completions. */
 	if ((uint32_t)cqe < pending) {
 		uro_unlock(ctx);
@@ -288,14 +298,19 @@ URO_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	}
 	err = alloc_ring(ctx, cq, (uint32_t)cqe);
 	if (err) {
+		cq->ring = old;
+		cq->pub->ring = old_off;
+		cq->pub->size = old_size;
 		uro_unlock(ctx);
 		return err;
 	}
-	for (uint32_t i = 0; i < pending; i++)
-		cq->ring[i] = old[(cq->pub->head + i) % (old_cqe + 1)];
+	for (uint32_t i = 0; i < pending; i++) {
+		cq->ring[i] = old[(head + i) % old_size];
+		cq->ring[i].seq = i + 1;
+	}
 	cq->pub->head = 0;
 	__atomic_store_n(&cq->pub->tail, pending, __ATOMIC_RELEASE);
-	uro_arena_free(&ctx->seg, old_off, ring_bytes(old_cqe));
+	uro_arena_free(&ctx->seg, old_off, ring_bytes(old_size));
 	ibcq->cqe = cqe;
 	uro_unlock(ctx);
 	return 0;
@@ -327,7 +342,7 @@ URO_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	uro_lock(ctx);
 	if (cq->cqx.channel)
 		to_uchannel(cq->cqx.channel)->users--;
-	uro_arena_free(&ctx->seg, cq->pub->ring, ring_bytes(cq->pub->cqe));
+	uro_arena_free(&ctx->seg, cq->pub->ring, ring_bytes(cq->pub->size));
 	memset(cq->pub, 0, sizeof(*cq->pub));
 	uro_index_give(&ctx->seg.cq_ids, cq->index);
 	uro_unlock(ctx);

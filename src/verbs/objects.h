@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/uio.h>
 
 #include "config.h"
 #include "cqe.h"
 #include "device_model.h"
+#include "peer.h"
 #include "registry.h"
 #include "segment.h"
 
@@ -37,8 +39,12 @@ struct uro_context {
 	struct uro_device_model model;
 	struct uro_slot slot;
 	struct uro_segment seg;
-	int async_wfd;	      /* write end; context.async_fd is the read end */
-	uint32_t next_handle; /* PD/AH handles, never reused within a context */
+	int async_wfd;			       /* write end; context.async_fd is the read end */
+	uint32_t next_handle;		       /* PD/AH handles, never reused within a context */
+	struct uro_peer self;		       /* this context's own segment, seen as a peer */
+	struct uro_peer *peers[URO_MAX_SLOTS]; /* attached on first use */
+	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */
+	unsigned pending_qps;		       /* QPs with WQEs waiting for RNR */
 };
 
 struct uro_pd {
@@ -92,6 +98,22 @@ struct uro_qp {
 	struct uro_cq *send_cq, *recv_cq;
 	struct uro_srq *srq;
 	uint32_t events;
+	uint32_t sq_posted;	     /* send WQEs accepted */
+	uint32_t sq_retired;	     /* ...and known complete: the queue's free space */
+	pthread_spinlock_t sq_lock;  /* posting is thread-safe, as on rdma-core */
+	struct uro_pending *pending; /* WQEs waiting behind an RNR NAK (requester.c) */
+	uint32_t pending_head, pending_n;
+	uint64_t rnr_deadline_ns;
+	unsigned rnr_left;
+};
+
+/* A send WQE kept for a retry: the request with its SGEs and inline data
+ * copied, since the caller may reuse them once ibv_post_send returns. */
+struct uro_pending {
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[URO_MAX_SGE];
+	uint8_t data[URO_MAX_INLINE];
+	uint32_t seq;
 };
 
 struct uro_ah {
@@ -132,8 +154,18 @@ static inline struct uro_channel *to_uchannel(struct ibv_comp_channel *c)
 /* Validation shared by QPs and AHs: 0 or EINVAL, with a diagnostic. */
 int uro_ah_attr_check(struct uro_context *ctx, const struct ibv_ah_attr *ah);
 
-/* Queues an affiliated or unaffiliated event for ibv_get_async_event. */
-void uro_async_post(struct uro_context *ctx, const struct ibv_async_event *ev);
+/* The peer a QPN names, attached on first use; NULL when its process is
+ * gone. *err is set to a positive errno on failure. */
+struct uro_peer *uro_peer_of(struct uro_context *ctx, uint32_t qpn, int *err);
+
+/* Retries what waits behind RNR NAKs; returns the nanoseconds until the
+ * next retry is due, or 0 when nothing waits. */
+uint64_t uro_progress(struct uro_context *ctx);
+void uro_qp_drop_pending(struct uro_qp *qp);
+
+/* UD: delivers one datagram (datagram.c); returns a struct ibv_wc status. */
+int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		const struct iovec *liov, int nl, uint64_t len);
 
 /* The ops every context carries (context.c). */
 void uro_context_set_ops(struct uro_context *ctx);

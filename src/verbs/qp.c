@@ -7,8 +7,10 @@
 
 #include "access.h"
 #include "log.h"
-#include "qp_state.h"
 #include "objects.h"
+#include "qp_state.h"
+#include "recv_queue.h"
+#include "segment_ops.h"
 
 #define PSN_MASK 0xffffffu /* PSNs and QPNs are 24 bits (IBTA 9.2) */
 
@@ -63,9 +65,27 @@ static void publish_init(struct uro_qp *qp)
 	p->srq = qp->srq ? qp->srq->index + 1 : 0;
 	p->send_cq = qp->send_cq->index;
 	p->recv_cq = qp->recv_cq->index;
-	p->max_recv_wr = qp->cap.max_recv_wr;
-	p->max_recv_sge = qp->cap.max_recv_sge;
-	p->in_use = 1;
+	p->token = (uintptr_t)&qp->qpx.qp_base;
+}
+
+static size_t rq_bytes(const struct uro_seg_rq *rq)
+{
+	return (size_t)rq->size * rq->stride;
+}
+
+/* The QP's own receive queue lives in the segment, where senders take from
+ * it; a QP on an SRQ has none. */
+static int alloc_rq(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_seg_rq *rq = &qp->pub->rq;
+
+	if (qp->srq || !qp->cap.max_recv_wr)
+		return 0;
+	rq->size = qp->cap.max_recv_wr;
+	rq->max_sge = qp->cap.max_recv_sge;
+	rq->stride = uro_rq_stride(rq->max_sge);
+	rq->ring = uro_arena_alloc(&ctx->seg, rq_bytes(rq));
+	return rq->ring ? 0 : ENOMEM;
 }
 
 static void hold(struct uro_qp *qp, int delta)
@@ -125,6 +145,15 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 	qp->attr.qp_state = qp->attr.cur_qp_state = IBV_QPS_RESET;
 	qp->attr.cap = qp->cap;
 	publish_init(qp);
+	if (alloc_rq(ctx, qp)) {
+		uro_index_give(&ctx->seg.qp_ids, qp->index);
+		uro_unlock(ctx);
+		free(qp);
+		return uro_fail_null(ENOMEM);
+	}
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	__atomic_store_n(&qp->pub->in_use, 1, __ATOMIC_RELEASE);
+	ctx->qps[qp->index] = qp;
 	hold(qp, 1);
 	uro_unlock(ctx);
 	a->cap = qp->cap;
@@ -263,30 +292,57 @@ static void publish_attr(struct uro_qp *qp)
 	p->max_rd_atomic = s->max_rd_atomic;
 	p->max_dest_rd_atomic = s->max_dest_rd_atomic;
 	p->port = s->port_num;
-	/* The state last: a peer that sees RTR/RTS sees the attributes too. */
-	__atomic_store_n(&p->state, (uint32_t)s->qp_state, __ATOMIC_RELEASE);
 }
 
-static void post_event(struct uro_qp *qp, enum ibv_event_type type)
-{
-	struct ibv_async_event ev;
-
-	memset(&ev, 0, sizeof(ev)); /* the padding goes down the pipe too */
-	ev.element.qp = &qp->qpx.qp_base;
-	ev.event_type = type;
-	uro_async_post(to_uctx(qp->qpx.qp_base.context), &ev);
-}
-
-/* Events that follow from the transition itself. With no work in flight
- * the send queue is drained the moment SQD is entered (IBTA 11.6.3.1), and
- * a QP on an SRQ that enters ERR consumes no further WQE from it: Last WQE
- * Reached (IBTA 10.8.6). */
-static void transition_events(struct uro_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to)
+/* Entering SQD with nothing in flight drains the send queue at once: the
+ * Send Queue Drained event follows (IBTA 11.6.3.1). */
+static void sqd_event(struct uro_context *ctx, struct uro_qp *qp, enum ibv_qp_state from,
+		      enum ibv_qp_state to)
 {
 	if (to == IBV_QPS_SQD && from == IBV_QPS_RTS && qp->attr.en_sqd_async_notify)
-		post_event(qp, IBV_EVENT_SQ_DRAINED);
-	if (to == IBV_QPS_ERR && from != IBV_QPS_ERR && qp->srq)
-		post_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+		uro_raise_event(&ctx->self, IBV_EVENT_SQ_DRAINED, qp->pub->token);
+}
+
+/* RESET empties both queues (IBTA 10.3.1). */
+static void reset_queues(struct uro_qp *qp)
+{
+	uro_qp_drop_pending(qp);
+	qp->pub->rq.head = qp->pub->rq.tail = 0;
+	qp->sq_posted = qp->sq_retired = 0;
+}
+
+/* A connected QP's peer must be one cross-memory attach can reach: another
+ * user's process is refused now, not at the first send (design.md 4). */
+static int peer_check(struct uro_context *ctx, struct ibv_qp *qp, const struct ibv_qp_attr *a,
+		      int mask)
+{
+	int err = 0;
+
+	if (!(mask & IBV_QP_DEST_QPN) || qp->qp_type == IBV_QPT_UD)
+		return 0;
+	if (!uro_peer_of(ctx, a->dest_qp_num, &err) && (err == EACCES || err == EPERM)) {
+		uro_warn("QP 0x%06x: the process owning QP 0x%06x belongs to another user; "
+			 "cross-memory attach cannot reach it",
+			 qp->qp_num, a->dest_qp_num);
+		return err;
+	}
+	return 0;
+}
+
+/* Moves the published state; ERR goes through uro_qp_error so that the
+ * flush and the events are the same whoever moves the QP there. */
+static void set_state(struct uro_context *ctx, struct uro_qp *qp, enum ibv_qp_state from,
+		      enum ibv_qp_state to)
+{
+	if (to == IBV_QPS_RESET)
+		reset_queues(qp);
+	if (to == IBV_QPS_ERR)
+		uro_qp_error(&ctx->self, qp->pub);
+	else
+		__atomic_store_n(&qp->pub->state, (uint32_t)to, __ATOMIC_RELEASE);
+	qp->attr.qp_state = qp->attr.cur_qp_state = to;
+	qp->qpx.qp_base.state = to;
+	sqd_event(ctx, qp, from, to);
 }
 
 URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
@@ -303,7 +359,7 @@ URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		return EOPNOTSUPP;
 	}
 	uro_lock(ctx);
-	cur = qp->attr.qp_state;
+	cur = (enum ibv_qp_state)uro_qp_state(qp->pub); /* a peer may have set ERR */
 	next = uro_qp_next_state(cur, attr, mask);
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
 		err = reject(ibqp, "cur_qp_state is not the QP's state");
@@ -312,15 +368,15 @@ URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 			  uro_qp_state_name(next), why);
 	else
 		err = values_check(ibqp, attr, mask);
+	if (!err)
+		err = peer_check(ctx, ibqp, attr, mask);
 	if (err) {
 		uro_unlock(ctx);
 		return err;
 	}
 	apply(qp, attr, mask);
-	qp->attr.qp_state = qp->attr.cur_qp_state = next;
-	ibqp->state = next;
 	publish_attr(qp);
-	transition_events(qp, cur, next);
+	set_state(ctx, qp, cur, next);
 	uro_unlock(ctx);
 	return 0;
 }
@@ -333,6 +389,8 @@ URO_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 
 	(void)mask; /* every attribute is returned, as ibv_query_qp(3) permits */
 	uro_lock(ctx);
+	qp->attr.qp_state = (enum ibv_qp_state)uro_qp_state(qp->pub);
+	ibqp->state = qp->attr.qp_state;
 	*attr = qp->attr;
 	attr->cur_qp_state = qp->attr.qp_state;
 	attr->cap = qp->cap;
@@ -362,12 +420,18 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&ibqp->mutex);
 	uro_lock(ctx);
 	__atomic_store_n(&qp->pub->state, (uint32_t)IBV_QPS_RESET, __ATOMIC_RELEASE);
-	qp->pub->in_use = 0;
+	__atomic_store_n(&qp->pub->in_use, 0, __ATOMIC_RELEASE);
+	if (qp->pub->rq.ring)
+		uro_arena_free(&ctx->seg, qp->pub->rq.ring, rq_bytes(&qp->pub->rq));
+	ctx->qps[qp->index] = NULL;
+	uro_qp_drop_pending(qp);
 	hold(qp, -1);
 	uro_index_give(&ctx->seg.qp_ids, qp->index);
 	uro_unlock(ctx);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_spin_destroy(&qp->sq_lock);
+	free(qp->pending);
 	free(qp);
 	return 0;
 }

@@ -5,6 +5,12 @@
 #include <string.h>
 
 #include "objects.h"
+#include "recv_queue.h"
+
+static size_t ring_bytes(const struct uro_seg_rq *rq)
+{
+	return (size_t)rq->size * rq->stride;
+}
 
 static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct ibv_srq_attr *a)
 {
@@ -30,9 +36,18 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 	srq->pub = &ctx->seg.srq[index];
 	memset(srq->pub, 0, sizeof(*srq->pub));
 	srq->pub->pd = pd->handle;
-	srq->pub->max_wr = a->max_wr;
-	srq->pub->max_sge = a->max_sge;
-	srq->pub->in_use = 1;
+	srq->pub->token = (uintptr_t)&srq->ibsrq;
+	srq->pub->rq.size = a->max_wr;
+	srq->pub->rq.max_sge = a->max_sge;
+	srq->pub->rq.stride = uro_rq_stride(a->max_sge);
+	srq->pub->rq.ring = uro_arena_alloc(&ctx->seg, ring_bytes(&srq->pub->rq));
+	if (!srq->pub->rq.ring) {
+		uro_index_give(&ctx->seg.srq_ids, srq->index);
+		uro_unlock(ctx);
+		free(srq);
+		return uro_fail_null(ENOMEM);
+	}
+	__atomic_store_n(&srq->pub->in_use, 1, __ATOMIC_RELEASE);
 	srq->pd->users++;
 	uro_unlock(ctx);
 	/* srq_limit is not an input of creation (ibv_create_srq(3)): the SRQ
@@ -73,11 +88,11 @@ URO_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, 
 	/* Resizing needs IBV_DEVICE_SRQ_RESIZE, which uroce does not claim. */
 	if (mask & ~IBV_SRQ_LIMIT || (mask & IBV_SRQ_MAX_WR))
 		return EINVAL;
-	if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > srq->pub->max_wr)
+	if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > srq->pub->rq.size)
 		return EINVAL;
 	uro_lock(ctx);
 	if (mask & IBV_SRQ_LIMIT)
-		__atomic_store_n(&srq->pub->limit, attr->srq_limit, __ATOMIC_RELEASE);
+		__atomic_store_n(&srq->pub->rq.limit, attr->srq_limit, __ATOMIC_RELEASE);
 	uro_unlock(ctx);
 	return 0;
 }
@@ -86,9 +101,9 @@ URO_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
 	struct uro_srq *srq = to_usrq(ibsrq);
 
-	attr->max_wr = srq->pub->max_wr;
-	attr->max_sge = srq->pub->max_sge;
-	attr->srq_limit = __atomic_load_n(&srq->pub->limit, __ATOMIC_ACQUIRE);
+	attr->max_wr = srq->pub->rq.size;
+	attr->max_sge = srq->pub->rq.max_sge;
+	attr->srq_limit = __atomic_load_n(&srq->pub->rq.limit, __ATOMIC_ACQUIRE);
 	return 0;
 }
 
@@ -108,7 +123,8 @@ URO_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
 	pthread_mutex_unlock(&ibsrq->mutex);
 	uro_lock(ctx);
-	srq->pub->in_use = 0;
+	__atomic_store_n(&srq->pub->in_use, 0, __ATOMIC_RELEASE);
+	uro_arena_free(&ctx->seg, srq->pub->rq.ring, ring_bytes(&srq->pub->rq));
 	srq->pd->users--;
 	uro_index_give(&ctx->seg.srq_ids, srq->index);
 	uro_unlock(ctx);

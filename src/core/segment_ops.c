@@ -1,0 +1,146 @@
+#include "segment_ops.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cq_ring.h"
+#include "log.h"
+
+/* A key is (MR index + 1) << 8 | generation (src/verbs/mr.c). */
+const struct uro_seg_mr *uro_mr_lookup(const struct uro_peer *p, uint32_t key, int remote)
+{
+	uint32_t index = (key >> 8) - 1;
+	const struct uro_seg_mr *mr;
+
+	if ((key >> 8) == 0 || index >= URO_MAX_MR)
+		return NULL;
+	mr = &p->mr[index];
+	if (!__atomic_load_n(&mr->in_use, __ATOMIC_ACQUIRE) ||
+	    (remote ? mr->rkey : mr->lkey) != key)
+		return NULL;
+	return mr;
+}
+
+static int in_range(uint64_t start, uint64_t len, uint64_t base, uint64_t size)
+{
+	return start >= base && len <= size && start - base <= size - len;
+}
+
+enum ibv_wc_status uro_rkey_check(const struct uro_peer *p, uint32_t pd, uint32_t rkey, uint64_t va,
+				  uint64_t len, unsigned access, uint64_t *addr)
+{
+	const struct uro_seg_mr *mr = uro_mr_lookup(p, rkey, 1);
+
+	if (!mr || mr->pd != pd || (mr->access & access) != access ||
+	    !in_range(va, len, mr->iova, mr->length))
+		return IBV_WC_REM_ACCESS_ERR;
+	*addr = mr->addr + (va - mr->iova);
+	return IBV_WC_SUCCESS;
+}
+
+enum ibv_wc_status uro_sge_iov(const struct uro_peer *p, uint32_t pd, const struct ibv_sge *sge,
+			       uint32_t n, int need_write, struct iovec *iov, int *niov,
+			       uint64_t *total)
+{
+	*niov = 0;
+	*total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct uro_seg_mr *mr;
+
+		if (!sge[i].length)
+			continue;
+		mr = uro_mr_lookup(p, sge[i].lkey, 0);
+		if (!mr || mr->pd != pd || (need_write && !(mr->access & IBV_ACCESS_LOCAL_WRITE)) ||
+		    !in_range(sge[i].addr, sge[i].length, mr->addr, mr->length))
+			return IBV_WC_LOC_PROT_ERR;
+		iov[*niov].iov_base = (void *)(uintptr_t)sge[i].addr;
+		iov[*niov].iov_len = sge[i].length;
+		(*niov)++;
+		*total += sge[i].length;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+static void check_srq_limit(struct uro_peer *p, struct uro_seg_srq *srq)
+{
+	uint32_t limit = __atomic_load_n(&srq->rq.limit, __ATOMIC_ACQUIRE);
+
+	/* The limit event fires once when the queue drops below the limit,
+	 * which disarms it (IBTA 10.2.9.3, ibv_modify_srq(3)). */
+	if (limit && uro_rq_count(&srq->rq) < limit &&
+	    __atomic_compare_exchange_n(&srq->rq.limit, &limit, 0, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		uro_raise_event(p, IBV_EVENT_SRQ_LIMIT_REACHED, srq->token);
+}
+
+int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *out)
+{
+	struct uro_seg_srq *srq;
+
+	if (!qp->srq)
+		return uro_rq_take(&qp->rq, uro_peer_ptr(p, qp->rq.ring), out);
+	srq = &p->srq[qp->srq - 1];
+	if (uro_rq_take(&srq->rq, uro_peer_ptr(p, srq->rq.ring), out))
+		return -1;
+	check_srq_limit(p, srq);
+	return 0;
+}
+
+static void write_pipe(struct uro_peer *p, int remote_fd, const void *buf, size_t len)
+{
+	int fd = remote_fd >= 0 ? uro_peer_pipe(p, remote_fd) : -1;
+
+	if (fd < 0 || write(fd, buf, len) != (ssize_t)len)
+		uro_debug("cannot notify process %d (fd %d): %s", p->pid, remote_fd,
+			  strerror(errno));
+}
+
+void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint64_t token)
+{
+	struct ibv_async_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.element.qp = (struct ibv_qp *)(uintptr_t)token; /* the owner's pointer */
+	ev.event_type = type;
+	write_pipe(p, p->hdr->async_wfd, &ev, sizeof(ev));
+}
+
+void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e, int solicited)
+{
+	struct uro_seg_cq *cq = &p->cq[cq_index];
+
+	if (uro_cq_produce(cq, uro_peer_ptr(p, cq->ring), e)) {
+		uro_raise_event(p, IBV_EVENT_CQ_ERR, cq->token);
+		return;
+	}
+	if (uro_cq_take_arm(cq, solicited || e->status != IBV_WC_SUCCESS))
+		write_pipe(p, cq->channel_wfd, &cq->token, sizeof(cq->token));
+}
+
+void uro_flush_rq(struct uro_peer *p, struct uro_seg_qp *qp)
+{
+	struct uro_recv r;
+	struct uro_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.status = IBV_WC_WR_FLUSH_ERR;
+	e.opcode = IBV_WC_RECV;
+	e.qp_num = qp->qpn;
+	while (uro_rq_take(&qp->rq, uro_peer_ptr(p, qp->rq.ring), &r) == 0) {
+		e.wr_id = r.wr_id;
+		uro_deliver(p, qp->recv_cq, &e, 0);
+	}
+}
+
+void uro_qp_error(struct uro_peer *p, struct uro_seg_qp *qp)
+{
+	uint32_t old = __atomic_exchange_n(&qp->state, (uint32_t)IBV_QPS_ERR, __ATOMIC_ACQ_REL);
+
+	if (old == IBV_QPS_ERR)
+		return;
+	if (qp->srq)
+		uro_raise_event(p, IBV_EVENT_QP_LAST_WQE_REACHED, qp->token);
+	else if (qp->rq.size)
+		uro_flush_rq(p, qp);
+}

@@ -1,0 +1,185 @@
+/* UD: one datagram at a time (IBTA 9.8.4, 11.4.1.1). Delivery is
+ * unreliable as on the wire: a datagram to a missing QP, with the wrong
+ * Q_Key or with no receive posted is dropped and counted; the sender still
+ * completes successfully. The receiver finds the 40-byte GRH area first in
+ * its buffer. */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "objects.h"
+#include "opcode.h"
+#include "segment_ops.h"
+
+#define GRH_BYTES    40
+#define QKEY_USE_QP  0x80000000u /* IBTA 10.2.5: take the Q_Key from the QP */
+#define NEXT_HDR_IBA 0x1b
+#define NEXT_HDR_UDP 17
+#define ROCE_HDRS    (8 + 12 + 8 + 4) /* UDP, BTH, DETH, ICRC */
+
+static struct uro_ah *to_uah(struct ibv_ah *ah)
+{
+	return uro_container_of(ah, struct uro_ah, ibah);
+}
+
+static int is_ipv4_mapped(const union ibv_gid *g)
+{
+	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	return !memcmp(g->raw, prefix, sizeof(prefix));
+}
+
+static uint16_t ip_checksum(const uint8_t *h, size_t n)
+{
+	uint32_t sum = 0;
+
+	for (size_t i = 0; i < n; i += 2)
+		sum += (uint32_t)(h[i] << 8 | h[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* RoCEv2 over IPv4: the IPv4 header sits in the last 20 bytes of the GRH
+ * area (IBTA A17.4.5.2). */
+static void ipv4_grh(uint8_t *g, const struct ibv_global_route *r, const union ibv_gid *sgid,
+		     uint64_t len)
+{
+	uint8_t *ip = g + 20;
+	uint16_t total = (uint16_t)(20 + ROCE_HDRS + len);
+	uint16_t csum;
+
+	ip[0] = 0x45;
+	ip[1] = r->traffic_class;
+	ip[2] = (uint8_t)(total >> 8);
+	ip[3] = (uint8_t)total;
+	ip[8] = r->hop_limit ? r->hop_limit : 64;
+	ip[9] = NEXT_HDR_UDP;
+	memcpy(ip + 12, sgid->raw + 12, 4);
+	memcpy(ip + 16, r->dgid.raw + 12, 4);
+	csum = ip_checksum(ip, 20);
+	ip[10] = (uint8_t)(csum >> 8);
+	ip[11] = (uint8_t)csum;
+}
+
+static void ipv6_grh(uint8_t *g, const struct ibv_global_route *r, const union ibv_gid *sgid,
+		     uint64_t len, uint8_t next_hdr)
+{
+	struct ibv_grh *h = (struct ibv_grh *)g;
+	uint32_t vtf = 6u << 28 | (uint32_t)r->traffic_class << 20 | (r->flow_label & 0xfffff);
+
+	h->version_tclass_flow = htonl(vtf);
+	h->paylen = htons((uint16_t)(len + (next_hdr == NEXT_HDR_UDP ? ROCE_HDRS : 12 + 8 + 4)));
+	h->next_hdr = next_hdr;
+	h->hop_limit = r->hop_limit;
+	h->sgid = *sgid;
+	h->dgid = r->dgid;
+}
+
+static void build_grh(struct uro_context *ctx, const struct uro_ah *ah, uint64_t len,
+		      uint8_t g[GRH_BYTES])
+{
+	const struct ibv_global_route *r = &ah->attr.grh;
+	const union ibv_gid *sgid = &ctx->model.gids[r->sgid_index].gid;
+
+	memset(g, 0, GRH_BYTES);
+	if (!ah->attr.is_global)
+		return;
+	if (ctx->model.link.type == URO_LINK_IB)
+		ipv6_grh(g, r, sgid, len, NEXT_HDR_IBA);
+	else if (is_ipv4_mapped(sgid))
+		ipv4_grh(g, r, sgid, len);
+	else
+		ipv6_grh(g, r, sgid, len, NEXT_HDR_UDP);
+}
+
+static struct uro_seg_qp *ud_target(struct uro_context *ctx, uint32_t qpn, struct uro_peer **pp)
+{
+	int err;
+	struct uro_peer *p = uro_peer_of(ctx, qpn, &err);
+	struct uro_seg_qp *t;
+	uint32_t state;
+
+	if (!p)
+		return NULL;
+	t = &p->qp[qpn & (URO_MAX_QP - 1)];
+	state = uro_qp_state(t);
+	if (!__atomic_load_n(&t->in_use, __ATOMIC_ACQUIRE) || t->qpn != qpn ||
+	    t->type != IBV_QPT_UD ||
+	    (state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQD))
+		return NULL;
+	*pp = p;
+	return t;
+}
+
+static void drop(struct uro_peer *p, uint64_t *counter)
+{
+	if (p)
+		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+}
+
+int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		const struct iovec *liov, int nl, uint64_t len)
+{
+	const struct uro_opcode *op = uro_opcode(wr->opcode);
+	struct uro_ah *ah = to_uah(wr->wr.ud.ah);
+	uint32_t qkey = wr->wr.ud.remote_qkey;
+	struct iovec siov[URO_MAX_SGE + 1], riov[URO_MAX_SGE];
+	uint8_t grh[GRH_BYTES];
+	struct uro_peer *p = NULL;
+	struct uro_seg_qp *t;
+	struct uro_recv r;
+	struct uro_cqe e;
+	uint64_t cap;
+	int nr;
+
+	/* A datagram is one packet: no larger than the path MTU. */
+	if (len > uro_mtu_bytes(ctx->model.port.active_mtu))
+		return IBV_WC_LOC_LEN_ERR;
+	t = ud_target(ctx, wr->wr.ud.remote_qpn, &p);
+	if (!t)
+		return IBV_WC_SUCCESS;
+	if (qkey & QKEY_USE_QP)
+		qkey = qp->attr.qkey;
+	if (qkey != t->qkey) {
+		drop(p, &p->hdr->counters.qkey_violations);
+		return IBV_WC_SUCCESS;
+	}
+	if (uro_take_recv(p, t, &r)) {
+		drop(p, &p->hdr->counters.rx_dropped);
+		return IBV_WC_SUCCESS;
+	}
+	memset(&e, 0, sizeof(e));
+	e.wr_id = r.wr_id;
+	e.opcode = IBV_WC_RECV;
+	e.qp_num = t->qpn;
+	e.src_qp = qp->qpx.qp_base.qp_num;
+	e.slid = ctx->model.port.lid;
+	e.sl = ah->attr.sl;
+	e.wc_flags = ah->attr.is_global ? IBV_WC_GRH : 0;
+	if (op->imm) {
+		e.imm_data = wr->imm_data;
+		e.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (uro_sge_iov(p, t->srq ? p->srq[t->srq - 1].pd : t->pd, r.sge, r.num_sge, 1, riov, &nr,
+			&cap)) {
+		e.status = IBV_WC_LOC_PROT_ERR;
+	} else if (cap < GRH_BYTES + len) {
+		e.status = IBV_WC_LOC_LEN_ERR;
+	} else {
+		build_grh(ctx, ah, len, grh);
+		siov[0].iov_base = grh;
+		siov[0].iov_len = GRH_BYTES;
+		memcpy(siov + 1, liov, (size_t)nl * sizeof(*liov));
+		for (int i = 0, left = (int)(GRH_BYTES + len); i < nr; i++) {
+			if (riov[i].iov_len > (size_t)left)
+				riov[i].iov_len = (size_t)left;
+			left -= (int)riov[i].iov_len;
+		}
+		if (process_vm_writev(p->pid, siov, (unsigned long)nl + 1, riov, (unsigned long)nr,
+				      0) != (ssize_t)(GRH_BYTES + len))
+			return IBV_WC_SUCCESS; /* the receiver is gone: the datagram is lost */
+		e.byte_len = (uint32_t)(GRH_BYTES + len);
+	}
+	uro_deliver(p, t->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
+	return IBV_WC_SUCCESS;
+}

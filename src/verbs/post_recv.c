@@ -1,0 +1,51 @@
+/* Posting receives (ibv_post_recv(3), ibv_post_srq_recv(3)): into the
+ * queue in the segment, where a sender's library takes them. */
+#include <errno.h>
+
+#include "objects.h"
+#include "recv_queue.h"
+#include "segment_ops.h"
+
+static int post(struct uro_seg_rq *rq, uint8_t *ring, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad)
+{
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
+			*bad = wr;
+			return EINVAL;
+		}
+		if (uro_rq_post(rq, ring, wr)) {
+			*bad = wr;
+			return ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int uro_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct uro_qp *qp = to_uqp(ibqp);
+	struct uro_context *ctx = to_uctx(ibqp->context);
+	struct uro_seg_qp *pub = qp->pub;
+	int err;
+
+	/* A QP on an SRQ has no receive queue of its own; a RESET QP accepts
+	 * no receives (IBTA 10.8.2). */
+	if (qp->srq || uro_qp_state(pub) == IBV_QPS_RESET) {
+		*bad = wr;
+		return EINVAL;
+	}
+	err = post(&pub->rq, uro_seg_ptr(&ctx->seg, pub->rq.ring), wr, bad);
+	/* Receives posted to a QP in error complete at once, flushed. */
+	if (uro_qp_state(pub) == IBV_QPS_ERR)
+		uro_flush_rq(&ctx->self, pub);
+	return err;
+}
+
+int uro_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct uro_srq *srq = to_usrq(ibsrq);
+	struct uro_context *ctx = to_uctx(ibsrq->context);
+
+	return post(&srq->pub->rq, uro_seg_ptr(&ctx->seg, srq->pub->rq.ring), wr, bad);
+}

@@ -1,0 +1,564 @@
+/* The requester: ibv_post_send(3). A request is checked as hardware checks
+ * it at post time (errno and bad_wr), then executed at once against the
+ * target's published tables, moving the bytes with cross-memory attach
+ * (design.md decision 4): the target process runs no code. Only a request
+ * whose target has no receive posted waits, behind an RNR NAK, and is
+ * retried on the responder's RNR timer (IBTA 9.7.5.2.8). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "objects.h"
+#include "opcode.h"
+#include "segment_ops.h"
+
+#define RNR_RETRY_FOREVER 7
+
+enum { RESULT_RNR = -1 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* IBTA 9.7.5.2.8, table 45: the RNR NAK timer field in microseconds. */
+static uint64_t rnr_timer_ns(uint8_t field)
+{
+	static const uint32_t us[32] = {
+	    655360, 10,	   20,	  30,	 40,	60,	80,	120,	160,	240,	320,
+	    480,    640,   960,	  1280,	 1920,	2560,	3840,	5120,	7680,	10240,	15360,
+	    20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	};
+
+	return (uint64_t)us[field & 31] * 1000;
+}
+
+static int pending_alloc(struct uro_qp *qp)
+{
+	if (qp->pending)
+		return 0;
+	qp->pending = calloc(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1, sizeof(*qp->pending));
+	return qp->pending ? 0 : ENOMEM;
+}
+
+/* The checks ibv_post_send(3) makes before accepting a request. */
+static int validate(struct uro_qp *qp, const struct ibv_send_wr *wr)
+{
+	const struct uro_opcode *op = uro_opcode(wr->opcode);
+	uint64_t inline_len = 0;
+
+	if (!op || !uro_opcode_allowed(op, qp->qpx.qp_base.qp_type))
+		return EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		for (int i = 0; i < wr->num_sge; i++)
+			inline_len += wr->sg_list[i].length;
+		if (inline_len > qp->cap.max_inline_data || op->kind == URO_OP_READ ||
+		    op->kind == URO_OP_ATOMIC)
+			return EINVAL;
+	}
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+	if (qp->sq_posted - qp->sq_retired >= qp->cap.max_send_wr)
+		return ENOMEM;
+	return 0;
+}
+
+static void complete(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		     uint32_t seq, enum ibv_wc_status status, uint32_t byte_len)
+{
+	const struct uro_opcode *op = uro_opcode(wr->opcode);
+	struct uro_cqe e;
+
+	/* Errors complete whether signaled or not (IBTA 10.7.3.1). */
+	if (status == IBV_WC_SUCCESS && !(wr->send_flags & IBV_SEND_SIGNALED) && !qp->sq_sig_all)
+		return;
+	memset(&e, 0, sizeof(e));
+	e.wr_id = wr->wr_id;
+	e.status = status;
+	e.opcode = op ? op->wc : IBV_WC_SEND;
+	e.byte_len = byte_len;
+	e.qp_num = qp->qpx.qp_base.qp_num;
+	e.sq_seq = seq + 1;
+	uro_deliver(&ctx->self, qp->send_cq->index, &e, 0);
+}
+
+/* The request's local buffers, checked against this process's MRs. Inline
+ * data needs no key (ibv_post_send(3)). */
+static enum ibv_wc_status gather(struct uro_context *ctx, struct uro_qp *qp,
+				 const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
+				 int *n, uint64_t *len)
+{
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		return uro_sge_iov(&ctx->self, qp->pd->ibpd.handle, wr->sg_list,
+				   (uint32_t)wr->num_sge, need_write, iov, n, len);
+	*n = 0;
+	*len = 0;
+	for (int i = 0; i < wr->num_sge; i++) {
+		if (!wr->sg_list[i].length)
+			continue;
+		iov[*n].iov_base = (void *)(uintptr_t)wr->sg_list[i].addr;
+		iov[*n].iov_len = wr->sg_list[i].length;
+		*len += wr->sg_list[i].length;
+		(*n)++;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/* Cross-memory attach; a peer that has gone is marked so, and every later
+ * request to it fails at once. */
+static int move(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
+		const struct iovec *r, int nr, uint64_t len)
+{
+	ssize_t n;
+
+	if (!len)
+		return 0;
+	n = to_peer ? process_vm_writev(p->pid, l, (unsigned long)nl, r, (unsigned long)nr, 0)
+		    : process_vm_readv(p->pid, l, (unsigned long)nl, r, (unsigned long)nr, 0);
+	if (n == (ssize_t)len)
+		return 0;
+	if (n < 0 && errno == ESRCH)
+		p->dead = 1;
+	return n < 0 ? errno : EFAULT;
+}
+
+/* Cuts an iovec list down to len bytes. */
+static int trim(struct iovec *iov, int n, uint64_t len)
+{
+	int i;
+
+	for (i = 0; i < n && len; i++) {
+		if (iov[i].iov_len > len)
+			iov[i].iov_len = len;
+		len -= iov[i].iov_len;
+	}
+	return i;
+}
+
+struct target {
+	struct uro_peer *peer;
+	struct uro_seg_qp *qp;
+};
+
+/* The QP this one is connected to, if it is there and accepting packets
+ * (RTR, RTS or SQD, connected back to us); else the packets would be lost
+ * and an RC requester would time out. */
+static int connected_target(struct uro_context *ctx, struct uro_qp *qp, struct target *t)
+{
+	uint32_t dest = qp->attr.dest_qp_num;
+	uint32_t state;
+	int err;
+
+	t->peer = uro_peer_of(ctx, dest, &err);
+	if (!t->peer)
+		return -1;
+	t->qp = &t->peer->qp[dest & (URO_MAX_QP - 1)];
+	state = uro_qp_state(t->qp);
+	if (!__atomic_load_n(&t->qp->in_use, __ATOMIC_ACQUIRE) || t->qp->qpn != dest ||
+	    t->qp->type != (uint32_t)qp->qpx.qp_base.qp_type ||
+	    t->qp->dest_qpn != qp->qpx.qp_base.qp_num ||
+	    (state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQD))
+		return -1;
+	return 0;
+}
+
+static uint32_t recv_pd(const struct target *t)
+{
+	return t->qp->srq ? t->peer->srq[t->qp->srq - 1].pd : t->qp->pd;
+}
+
+static void target_cqe(struct uro_cqe *e, const struct target *t, uint32_t src_qpn,
+		       const struct ibv_send_wr *wr, const struct uro_opcode *op)
+{
+	memset(e, 0, sizeof(*e));
+	e->opcode = op->recv_wc;
+	e->qp_num = t->qp->qpn;
+	e->src_qp = src_qpn;
+	if (op->imm) {
+		e->imm_data = wr->imm_data;
+		e->wc_flags |= IBV_WC_WITH_IMM;
+	}
+}
+
+/* A responder-side error: the responder completes the receive in error and
+ * its QP enters ERR (IBTA 9.9.3.1.2); the requester sees rstatus. */
+static enum ibv_wc_status responder_error(struct target *t, struct uro_cqe *e,
+					  enum ibv_wc_status local, enum ibv_wc_status rstatus)
+{
+	e->status = local;
+	uro_deliver(t->peer, t->qp->recv_cq, e, 1);
+	uro_qp_error(t->peer, t->qp);
+	return rstatus;
+}
+
+static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
+			const struct uro_opcode *op, struct target *t, const struct iovec *liov,
+			int nl, uint64_t len)
+{
+	struct iovec riov[URO_MAX_SGE];
+	struct uro_recv r;
+	struct uro_cqe e;
+	uint64_t cap;
+	int nr;
+
+	if (uro_take_recv(t->peer, t->qp, &r))
+		return RESULT_RNR;
+	target_cqe(&e, t, qp->qpx.qp_base.qp_num, wr, op);
+	e.wr_id = r.wr_id;
+	if (uro_sge_iov(t->peer, recv_pd(t), r.sge, r.num_sge, 1, riov, &nr, &cap))
+		return responder_error(t, &e, IBV_WC_LOC_PROT_ERR, IBV_WC_REM_OP_ERR);
+	if (len > cap)
+		return responder_error(t, &e, IBV_WC_LOC_LEN_ERR, IBV_WC_REM_INV_REQ_ERR);
+	if (move(t->peer, 1, liov, nl, riov, trim(riov, nr, len), len))
+		return IBV_WC_RETRY_EXC_ERR;
+	e.byte_len = (uint32_t)len;
+	uro_deliver(t->peer, t->qp->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
+	return IBV_WC_SUCCESS;
+}
+
+static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const struct uro_opcode *op,
+		      struct target *t, const struct iovec *liov, int nl, uint64_t len)
+{
+	struct iovec riov;
+	struct uro_recv r;
+	struct uro_cqe e;
+	uint64_t addr;
+
+	if (!(t->qp->access & IBV_ACCESS_REMOTE_WRITE) ||
+	    uro_rkey_check(t->peer, t->qp->pd, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+			   IBV_ACCESS_REMOTE_WRITE, &addr)) {
+		uro_qp_error(t->peer, t->qp);
+		return IBV_WC_REM_ACCESS_ERR;
+	}
+	/* With immediate data the message consumes a receive (IBTA 9.4.3). */
+	if (op->imm && uro_take_recv(t->peer, t->qp, &r))
+		return RESULT_RNR;
+	riov.iov_base = (void *)(uintptr_t)addr;
+	riov.iov_len = len;
+	if (move(t->peer, 1, liov, nl, &riov, 1, len))
+		return IBV_WC_RETRY_EXC_ERR;
+	if (op->imm) {
+		target_cqe(&e, t, qp->qpx.qp_base.qp_num, wr, op);
+		e.wr_id = r.wr_id;
+		e.byte_len = (uint32_t)len;
+		uro_deliver(t->peer, t->qp->recv_cq, &e,
+			    (wr->send_flags & IBV_SEND_SOLICITED) != 0);
+	}
+	return IBV_WC_SUCCESS;
+}
+
+static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struct iovec *liov,
+		     int nl, uint64_t len)
+{
+	struct iovec riov;
+	uint64_t addr;
+
+	if (!(t->qp->access & IBV_ACCESS_REMOTE_READ) ||
+	    uro_rkey_check(t->peer, t->qp->pd, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+			   IBV_ACCESS_REMOTE_READ, &addr)) {
+		uro_qp_error(t->peer, t->qp);
+		return IBV_WC_REM_ACCESS_ERR;
+	}
+	riov.iov_base = (void *)(uintptr_t)addr;
+	riov.iov_len = len;
+	return move(t->peer, 0, liov, nl, &riov, 1, len) ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
+}
+
+/* Every atomic aimed at a process holds that process's atomic lock, so
+ * atomics are atomic with respect to one another (IBV_ATOMIC_HCA). */
+static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struct iovec *liov,
+		     int nl, uint64_t len)
+{
+	pthread_mutex_t *lock = &t->peer->hdr->atomic_lock;
+	uint64_t old, new, addr;
+	struct iovec self = {&old, 8}, riov;
+	int err;
+
+	if (len != 8 || nl != 1)
+		return IBV_WC_LOC_LEN_ERR;
+	if (wr->wr.atomic.remote_addr & 7) {
+		uro_qp_error(t->peer, t->qp);
+		return IBV_WC_REM_INV_REQ_ERR;
+	}
+	if (!(t->qp->access & IBV_ACCESS_REMOTE_ATOMIC) ||
+	    uro_rkey_check(t->peer, t->qp->pd, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
+			   IBV_ACCESS_REMOTE_ATOMIC, &addr)) {
+		uro_qp_error(t->peer, t->qp);
+		return IBV_WC_REM_ACCESS_ERR;
+	}
+	riov.iov_base = (void *)(uintptr_t)addr;
+	riov.iov_len = 8;
+	if (pthread_mutex_lock(lock) == EOWNERDEAD)
+		pthread_mutex_consistent(lock);
+	err = move(t->peer, 0, &self, 1, &riov, 1, 8);
+	if (!err) {
+		if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			new = old + wr->wr.atomic.compare_add;
+		else
+			new = old == wr->wr.atomic.compare_add ? wr->wr.atomic.swap : old;
+		self.iov_base = &new;
+		err = move(t->peer, 1, &self, 1, &riov, 1, 8);
+	}
+	pthread_mutex_unlock(lock);
+	if (err)
+		return IBV_WC_RETRY_EXC_ERR;
+	memcpy(liov[0].iov_base, &old, 8); /* the original value, to the requester */
+	return IBV_WC_SUCCESS;
+}
+
+/* RC and UC. A UC responder drops what it cannot take, silently: the
+ * requester has no acknowledgements to learn of it (IBTA 9.8.3). */
+static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
+			     const struct ibv_send_wr *wr, uint32_t *byte_len)
+{
+	const struct uro_opcode *op = uro_opcode(wr->opcode);
+	int rc_qp = qp->qpx.qp_base.qp_type == IBV_QPT_RC;
+	int writes_local = op->kind == URO_OP_READ || op->kind == URO_OP_ATOMIC;
+	struct iovec liov[URO_MAX_SGE];
+	struct target t;
+	uint64_t len;
+	int nl, st;
+
+	st = gather(ctx, qp, wr, writes_local, liov, &nl, &len);
+	if (st != IBV_WC_SUCCESS)
+		return st;
+	*byte_len = (uint32_t)len;
+	if (connected_target(ctx, qp, &t))
+		return rc_qp ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
+	switch (op->kind) {
+	case URO_OP_SEND:
+		st = send_message(qp, wr, op, &t, liov, nl, len);
+		break;
+	case URO_OP_WRITE:
+		st = rdma_write(qp, wr, op, &t, liov, nl, len);
+		break;
+	case URO_OP_READ:
+		st = rdma_read(wr, &t, liov, nl, len);
+		break;
+	default:
+		st = atomic_op(wr, &t, liov, nl, len);
+		break;
+	}
+	return rc_qp ? st : IBV_WC_SUCCESS;
+}
+
+static int execute(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		   uint32_t *byte_len)
+{
+	struct iovec liov[URO_MAX_SGE];
+	uint64_t len;
+	int nl, st;
+
+	*byte_len = 0;
+	if (qp->qpx.qp_base.qp_type != IBV_QPT_UD)
+		return execute_connected(ctx, qp, wr, byte_len);
+	st = gather(ctx, qp, wr, 0, liov, &nl, &len);
+	if (st != IBV_WC_SUCCESS)
+		return st;
+	*byte_len = (uint32_t)len;
+	return uro_ud_send(ctx, qp, wr, liov, nl, len);
+}
+
+/* An error moves the requester's QP to ERR: what follows is flushed
+ * (IBTA 10.8.3.1). A UD QP's send errors stop at SQE. */
+static void requester_error(struct uro_context *ctx, struct uro_qp *qp)
+{
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
+		__atomic_store_n(&qp->pub->state, (uint32_t)IBV_QPS_SQE, __ATOMIC_RELEASE);
+		qp->qpx.qp_base.state = IBV_QPS_SQE;
+		return;
+	}
+	uro_qp_error(&ctx->self, qp->pub);
+	qp->qpx.qp_base.state = IBV_QPS_ERR;
+}
+
+/* Runs one request; RESULT_RNR leaves it to be retried. */
+static int run(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+	       uint32_t seq)
+{
+	uint32_t state = uro_qp_state(qp->pub);
+	uint32_t byte_len;
+	int st;
+
+	if (state == IBV_QPS_ERR || state == IBV_QPS_SQE) {
+		complete(ctx, qp, wr, seq, IBV_WC_WR_FLUSH_ERR, 0);
+		return IBV_WC_WR_FLUSH_ERR;
+	}
+	st = execute(ctx, qp, wr, &byte_len);
+	if (st == RESULT_RNR)
+		return st;
+	complete(ctx, qp, wr, seq, (enum ibv_wc_status)st, byte_len);
+	if (st != IBV_WC_SUCCESS)
+		requester_error(ctx, qp);
+	return st;
+}
+
+static void copy_pending(struct uro_pending *p, const struct ibv_send_wr *wr, uint32_t seq)
+{
+	uint32_t off = 0;
+
+	p->wr = *wr;
+	p->wr.next = NULL;
+	p->wr.sg_list = p->sge;
+	p->seq = seq;
+	memcpy(p->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*p->sge));
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		return;
+	for (int i = 0; i < wr->num_sge; i++) {
+		memcpy(p->data + off, (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		p->sge[i].addr = (uintptr_t)(p->data + off);
+		off += wr->sg_list[i].length;
+	}
+}
+
+static void arm_rnr_timer(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct target t;
+	uint8_t timer = connected_target(ctx, qp, &t) ? 0 : t.qp->min_rnr_timer;
+
+	qp->rnr_deadline_ns = now_ns() + rnr_timer_ns(timer);
+}
+
+static void defer(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		  uint32_t seq, int first_rnr)
+{
+	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
+
+	copy_pending(&qp->pending[(qp->pending_head + qp->pending_n) % cap], wr, seq);
+	if (qp->pending_n++)
+		return;
+	__atomic_add_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
+	qp->rnr_left = qp->attr.rnr_retry;
+	qp->rnr_deadline_ns = 0;
+	if (first_rnr)
+		arm_rnr_timer(ctx, qp);
+}
+
+static void pop_pending(struct uro_context *ctx, struct uro_qp *qp)
+{
+	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
+
+	qp->pending_head = (qp->pending_head + 1) % cap;
+	if (--qp->pending_n == 0)
+		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
+}
+
+/* Retries the head of a QP's pending queue once its timer is due; what
+ * follows it runs in order. Caller holds sq_lock. */
+static void retry_pending(struct uro_context *ctx, struct uro_qp *qp)
+{
+	/* A drained send queue (SQD) starts nothing new (IBTA 10.3.1). */
+	while (qp->pending_n && uro_qp_state(qp->pub) != IBV_QPS_SQD &&
+	       now_ns() >= qp->rnr_deadline_ns) {
+		struct uro_pending *p = &qp->pending[qp->pending_head];
+		int st;
+
+		/* Out of retries: RNR Retry Exceeded (IBTA 10.7.3.1). */
+		if (qp->rnr_left == 0 && uro_qp_state(qp->pub) != IBV_QPS_ERR) {
+			complete(ctx, qp, &p->wr, p->seq, IBV_WC_RNR_RETRY_EXC_ERR, 0);
+			requester_error(ctx, qp);
+			pop_pending(ctx, qp);
+			continue;
+		}
+		st = run(ctx, qp, &p->wr, p->seq);
+		if (st == RESULT_RNR) {
+			if (qp->rnr_left != RNR_RETRY_FOREVER)
+				qp->rnr_left--;
+			arm_rnr_timer(ctx, qp);
+			return;
+		}
+		pop_pending(ctx, qp);
+		if (qp->pending_n)
+			qp->rnr_left = qp->attr.rnr_retry; /* a new head, a new count */
+	}
+}
+
+uint64_t uro_progress(struct uro_context *ctx)
+{
+	uint64_t next = 0;
+
+	if (!__atomic_load_n(&ctx->pending_qps, __ATOMIC_ACQUIRE))
+		return 0;
+	for (unsigned i = 0; i < URO_MAX_QP; i++) {
+		struct uro_qp *qp = ctx->qps[i];
+		uint64_t now;
+
+		if (!qp || !__atomic_load_n(&qp->pending_n, __ATOMIC_ACQUIRE))
+			continue;
+		pthread_spin_lock(&qp->sq_lock);
+		retry_pending(ctx, qp);
+		now = now_ns();
+		if (qp->pending_n) {
+			uint64_t wait = qp->rnr_deadline_ns > now ? qp->rnr_deadline_ns - now : 1;
+
+			if (!next || wait < next)
+				next = wait;
+		}
+		pthread_spin_unlock(&qp->sq_lock);
+	}
+	return next;
+}
+
+/* Destroying or resetting a QP drops what waits (IBTA 10.3.1). */
+void uro_qp_drop_pending(struct uro_qp *qp)
+{
+	struct uro_context *ctx = to_uctx(qp->qpx.qp_base.context);
+
+	pthread_spin_lock(&qp->sq_lock);
+	if (qp->pending_n)
+		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
+	qp->pending_n = 0;
+	qp->pending_head = 0;
+	pthread_spin_unlock(&qp->sq_lock);
+}
+
+int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct uro_qp *qp = to_uqp(ibqp);
+	struct uro_context *ctx = to_uctx(ibqp->context);
+	uint32_t state = uro_qp_state(qp->pub);
+	int err = 0;
+
+	/* Only RTS and SQD queues take work; in ERR (or SQE) it is flushed
+	 * (IBTA 10.8.2, 10.8.3). */
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) {
+		*bad = wr;
+		return EINVAL;
+	}
+	pthread_spin_lock(&qp->sq_lock);
+	if (qp->pending_n)
+		retry_pending(ctx, qp);
+	for (; wr; wr = wr->next) {
+		uint32_t seq;
+
+		err = validate(qp, wr);
+		if (err)
+			break;
+		seq = qp->sq_posted++;
+		/* Behind waiting requests, or in SQD, a request waits too:
+		 * a QP's requests execute in order (IBTA 9.5). */
+		if (qp->pending_n || uro_qp_state(qp->pub) == IBV_QPS_SQD) {
+			if ((err = pending_alloc(qp)))
+				break;
+			defer(ctx, qp, wr, seq, 0);
+			continue;
+		}
+		if (run(ctx, qp, wr, seq) == RESULT_RNR) {
+			if ((err = pending_alloc(qp)))
+				break;
+			defer(ctx, qp, wr, seq, 1);
+		}
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+	if (err)
+		*bad = wr;
+	return err;
+}
