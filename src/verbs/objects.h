@@ -105,6 +105,9 @@ struct uro_qp {
 	uint32_t pending_head, pending_n;
 	uint64_t rnr_deadline_ns;
 	unsigned rnr_left;
+	struct uro_pending *batch; /* the ibv_wr_* batch being built (qp_ex.c) */
+	uint32_t batch_n;
+	int batch_err;
 };
 
 /* A send WQE kept for a retry: the request with its SGEs and inline data
@@ -162,6 +165,9 @@ struct uro_peer *uro_peer_of(struct uro_context *ctx, uint32_t qpn, int *err);
  * next retry is due, or 0 when nothing waits. */
 uint64_t uro_progress(struct uro_context *ctx);
 void uro_qp_drop_pending(struct uro_qp *qp);
+
+/* Gives a QP the ibv_wr_* builder: 0, EOPNOTSUPP or ENOMEM. */
+int uro_qp_ex_init(struct uro_qp *qp, uint64_t send_ops_flags);
 
 /* UD: delivers one datagram (datagram.c); returns a struct ibv_wc status. */
 int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,

@@ -97,8 +97,16 @@ static void hold(struct uro_qp *qp, int delta)
 		qp->srq->users += (unsigned)delta;
 }
 
+/* send_ops: the ibv_wr_* operations wanted (create_qp_ex), or 0. */
+static void *free_early(struct uro_qp *qp, int err)
+{
+	free(qp->batch);
+	free(qp);
+	return uro_fail_null(err);
+}
+
 static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
-				struct ibv_qp_init_attr *a, int extended)
+				struct ibv_qp_init_attr *a, uint64_t send_ops)
 {
 	struct uro_context *ctx = to_uctx(c);
 	struct uro_qp *qp;
@@ -111,23 +119,24 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return uro_fail_null(ENOMEM);
+	qp->cap = a->cap;
+	err = send_ops ? uro_qp_ex_init(qp, send_ops) : 0;
+	if (err)
+		return free_early(qp, err);
 	uro_lock(ctx);
 	index = uro_index_take(&ctx->seg.qp_ids);
 	if (index < 0) {
 		uro_unlock(ctx);
-		free(qp);
-		return uro_fail_null(ENOMEM);
+		return free_early(qp, ENOMEM);
 	}
 	q = &qp->qpx.qp_base;
 	qp->index = (uint32_t)index;
 	qp->pub = &ctx->seg.qp[index];
-	qp->extended = extended;
 	qp->pd = to_upd(pd);
 	qp->send_cq = to_ucq(a->send_cq);
 	qp->recv_cq = to_ucq(a->recv_cq);
 	qp->srq = a->srq ? to_usrq(a->srq) : NULL;
 	qp->sq_sig_all = a->sq_sig_all;
-	qp->cap = a->cap;
 	if (qp->srq)
 		qp->cap.max_recv_wr = qp->cap.max_recv_sge = 0;
 	q->context = c;
@@ -148,8 +157,7 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 	if (alloc_rq(ctx, qp)) {
 		uro_index_give(&ctx->seg.qp_ids, qp->index);
 		uro_unlock(ctx);
-		free(qp);
-		return uro_fail_null(ENOMEM);
+		return free_early(qp, ENOMEM);
 	}
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	__atomic_store_n(&qp->pub->in_use, 1, __ATOMIC_RELEASE);
@@ -174,8 +182,11 @@ struct ibv_qp *uro_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 
 	if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD))
 		return uro_fail_null(EINVAL);
-	if (ax->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS))
-		return uro_fail_null(EOPNOTSUPP); /* XRC, RSS, TSO, ibv_wr_* send ops */
+	const uint32_t known =
+	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+
+	if (ax->comp_mask & ~known)
+		return uro_fail_null(EOPNOTSUPP); /* XRC, RSS, TSO */
 	if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags)
 		return uro_fail_null(EOPNOTSUPP);
 	memset(&a, 0, sizeof(a));
@@ -186,7 +197,8 @@ struct ibv_qp *uro_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	a.cap = ax->cap;
 	a.qp_type = ax->qp_type;
 	a.sq_sig_all = ax->sq_sig_all;
-	qp = qp_create(c, ax->pd, &a, 0);
+	qp = qp_create(c, ax->pd, &a,
+		       (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? ax->send_ops_flags : 0);
 	if (qp)
 		ax->cap = a.cap;
 	return qp;
@@ -432,6 +444,7 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_spin_destroy(&qp->sq_lock);
 	free(qp->pending);
+	free(qp->batch);
 	free(qp);
 	return 0;
 }

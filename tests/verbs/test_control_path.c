@@ -181,19 +181,26 @@ static void test_qp_create_errors(struct ibv_pd *pd, struct ibv_cq *cq)
 	CHECK(ibv_create_qp(pd, &a) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
 
-	/* The ibv_wr_* builder is part of the data path, not built yet. */
+	/* Send operations uroce does not execute yet are refused. */
 	memset(&ax, 0, sizeof(ax));
 	ax.qp_type = IBV_QPT_RC;
 	ax.send_cq = ax.recv_cq = cq;
 	ax.pd = pd;
 	ax.cap = a.cap;
 	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	ax.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
 	errno = 0;
 	CHECK(ibv_create_qp_ex(pd->context, &ax) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
-	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
 	struct ibv_qp *qp = ibv_create_qp_ex(pd->context, &ax);
+	CHECK(qp != NULL);
+	if (qp) {
+		CHECK(ibv_qp_to_qp_ex(qp) != NULL);
+		CHECK_EQ(ibv_destroy_qp(qp), 0);
+	}
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qp = ibv_create_qp_ex(pd->context, &ax);
 	CHECK(qp != NULL);
 	if (qp) {
 		CHECK(ibv_qp_to_qp_ex(qp) == NULL);
