@@ -17,8 +17,6 @@ int uro_mr_access_check(unsigned access)
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
-	if (access & IBV_ACCESS_ON_DEMAND)
-		return EOPNOTSUPP;
 	return 0;
 }
 

@@ -133,7 +133,8 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	a->hw_ver = 0;
 	a->max_qp = URO_MAX_QP;
 	a->max_qp_wr = URO_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID;
+	a->device_cap_flags =
+	    IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
 	a->max_sge = URO_MAX_SGE;
 	a->max_sge_rd = URO_MAX_SGE;
 	a->max_cq = URO_MAX_CQ;
@@ -143,7 +144,9 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	a->max_qp_rd_atom = URO_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = URO_MAX_RD_ATOMIC * URO_MAX_QP;
 	a->max_qp_init_rd_atom = URO_MAX_RD_ATOMIC;
-	a->atomic_cap = IBV_ATOMIC_NONE; /* no data path yet */
+	/* Atomics serialise on a lock in the target's segment: atomic with
+	 * respect to every other atomic through uroce, not to the CPU. */
+	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = URO_MAX_AH;
 	a->max_srq = URO_MAX_SRQ;
 	a->max_srq_wr = URO_MAX_SRQ_WR;
@@ -158,6 +161,16 @@ void uro_device_attr_ex(const struct uro_device_model *m, struct ibv_device_attr
 	memset(a, 0, sizeof(*a));
 	uro_device_attr(m, &a->orig_attr);
 	a->device_cap_flags_ex = a->orig_attr.device_cap_flags;
+	/* Nothing is ever pinned: every region behaves as on-demand paging
+	 * does, including the implicit whole-address-space region. */
+	a->odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	a->odp_caps.per_transport_caps.rc_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+	    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	a->odp_caps.per_transport_caps.uc_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
+	a->odp_caps.per_transport_caps.ud_odp_caps =
+	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
 	a->max_dm_size = 0;
 	a->phys_port_cnt_ex = 1;
 }

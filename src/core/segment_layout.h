@@ -108,7 +108,7 @@ struct uro_seg_header {
 	uint64_t qp_off, cq_off, srq_off, mr_off, arena_off;
 	struct uro_seg_counters counters;
 	int32_t async_wfd; /* the owner's async-event pipe */
-	uint32_t reserved0;
+	uint32_t closed;   /* set when the owner closes the context */
 	/* Serialises every atomic operation that targets this process, so
 	 * atomics are atomic with respect to each other (IBV_ATOMIC_HCA).
 	 * Robust: a peer that dies holding it does not wedge the others. */

@@ -39,6 +39,10 @@ static int open_async_pipe(struct uro_context *ctx)
 
 static void context_free(struct uro_context *ctx)
 {
+	/* Peers that cached this segment must look again: the slot may soon
+	 * name another process. */
+	if (ctx->seg.hdr)
+		__atomic_store_n(&ctx->seg.hdr->closed, 1, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < URO_MAX_SLOTS; i++) {
 		if (!ctx->peers[i] || ctx->peers[i] == &ctx->self)
 			continue;
@@ -108,7 +112,7 @@ struct uro_peer *uro_peer_of(struct uro_context *ctx, uint32_t qpn, int *err)
 		return NULL;
 	}
 	p = ctx->peers[slot];
-	if (p && !p->dead)
+	if (p && !p->dead && !__atomic_load_n(&p->hdr->closed, __ATOMIC_ACQUIRE))
 		return p;
 	if (!p) {
 		p = calloc(1, sizeof(*p));
@@ -181,8 +185,9 @@ void uro_context_set_ops(struct uro_context *ctx)
 
 	/* verbs_context ops left NULL make the header's inline wrappers fail
 	 * with EOPNOTSUPP/ENOSYS: XRC, WQ/RSS, flows, DM, counters, TD and
-	 * parent domains, CQ moderation, rate limits, advise_mr. */
+	 * parent domains, CQ moderation, rate limits. */
 	v->query_port = uro_query_port;
+	v->advise_mr = uro_advise_mr;
 	v->query_device_ex = uro_query_device_ex;
 	v->create_cq_ex = uro_create_cq_ex;
 	v->create_qp_ex = uro_create_qp_ex;

@@ -38,7 +38,10 @@ static void advance_head(struct uro_cq *cq)
 		struct uro_context *ctx = to_uctx(cq->cqx.context);
 		struct uro_qp *qp = ctx->qps[e->qp_num & (URO_MAX_QP - 1)];
 
-		if (qp && qp->qpx.qp_base.qp_num == e->qp_num)
+		/* Only within what is outstanding: a completion left from
+		 * before the QP was reset retires nothing. */
+		if (qp && qp->qpx.qp_base.qp_num == e->qp_num &&
+		    e->sq_seq - qp->sq_retired <= qp->sq_posted - qp->sq_retired)
 			qp->sq_retired = e->sq_seq;
 	}
 	uro_cq_consume(cq->pub);

@@ -10,6 +10,7 @@
 
 #include "access.h"
 #include "objects.h"
+#include "segment_ops.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
@@ -152,3 +153,20 @@ input:
 /* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */
 URO_DEFAULT_VERSION(ibv_dereg_mr);
 URO_DEFAULT_VERSION(ibv_reg_mr);
+
+/* ibv_advise_mr(3): pages are never pinned nor faulted ahead of use, so a
+ * prefetch has nothing to do once its keys and ranges check out. */
+int uro_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		  struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	struct uro_context *ctx = to_uctx(pd->context);
+	struct iovec iov[URO_MAX_SGE];
+	uint64_t total;
+	int n;
+
+	if (advice > IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT ||
+	    (flags & ~IBV_ADVISE_MR_FLAG_FLUSH) || num_sge == 0 || num_sge > URO_MAX_SGE)
+		return EINVAL;
+	return uro_sge_iov(&ctx->self, pd->handle, sg_list, num_sge, 0, iov, &n, &total) ? EINVAL
+											 : 0;
+}

@@ -103,8 +103,9 @@ struct uro_qp {
 	pthread_spinlock_t sq_lock;  /* posting is thread-safe, as on rdma-core */
 	struct uro_pending *pending; /* WQEs waiting behind an RNR NAK (requester.c) */
 	uint32_t pending_head, pending_n;
-	uint64_t rnr_deadline_ns;
-	unsigned rnr_left;
+	uint64_t rnr_deadline_ns;  /* when the head of pending is tried again */
+	unsigned rnr_left;	   /* RNR retries left for the head */
+	unsigned retry_left;	   /* transport retries left for the head */
 	struct uro_pending *batch; /* the ibv_wr_* batch being built (qp_ex.c) */
 	uint32_t batch_n;
 	int batch_err;
@@ -180,6 +181,8 @@ int uro_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int uro_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int uro_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int uro_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int uro_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		  struct ibv_sge *sg_list, uint32_t num_sge);
 int uro_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr, size_t len);
 int uro_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
 			struct ibv_device_attr_ex *attr, size_t len);

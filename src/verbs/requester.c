@@ -1,9 +1,11 @@
 /* The requester: ibv_post_send(3). A request is checked as hardware checks
  * it at post time (errno and bad_wr), then executed at once against the
  * target's published tables, moving the bytes with cross-memory attach
- * (design.md decision 4): the target process runs no code. Only a request
- * whose target has no receive posted waits, behind an RNR NAK, and is
- * retried on the responder's RNR timer (IBTA 9.7.5.2.8). */
+ * (design.md decision 4): the target process runs no code. A request waits
+ * only when a NIC's would: behind an RNR NAK (no receive posted), retried
+ * on the responder's RNR timer (IBTA 9.7.5.2.8), or unacknowledged (the
+ * target QP is not ready for it), retried on the local ACK timeout
+ * (IBTA 9.7.6.1.3). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,13 @@
 
 #define RNR_RETRY_FOREVER 7
 
-enum { RESULT_RNR = -1 };
+/* Results of an attempt besides a work-completion status: it must wait. */
+enum { RESULT_RNR = -1, RESULT_NO_ACK = -2 };
+
+static int waits(int result)
+{
+	return result == RESULT_RNR || result == RESULT_NO_ACK;
+}
 
 static uint64_t now_ns(void)
 {
@@ -36,6 +44,13 @@ static uint64_t rnr_timer_ns(uint8_t field)
 	};
 
 	return (uint64_t)us[field & 31] * 1000;
+}
+
+/* The local ACK timeout, 4.096 us * 2^timeout; 0 means none at all, and
+ * the request waits for as long as its target lives (IBTA 9.7.6.1.3). */
+static uint64_t ack_timeout_ns(uint8_t timeout)
+{
+	return timeout ? 4096ull << (timeout > 31 ? 31 : timeout) : 10000000ull;
 }
 
 static int pending_alloc(struct uro_qp *qp)
@@ -112,7 +127,7 @@ static enum ibv_wc_status gather(struct uro_context *ctx, struct uro_qp *qp,
 }
 
 /* Cross-memory attach; a peer that has gone is marked so, and every later
- * request to it fails at once. */
+ * request to it fails at once. Returns 0 or an errno. */
 static int move(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
 		const struct iovec *r, int nr, uint64_t len)
 {
@@ -127,6 +142,18 @@ static int move(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
 	if (n < 0 && errno == ESRCH)
 		p->dead = 1;
 	return n < 0 ? errno : EFAULT;
+}
+
+/* What a failed copy looks like to the requester: a vanished process
+ * never acknowledges (RESULT_NO_ACK); memory the owner unmapped under a
+ * valid key is the responder's access violation (fault_status). */
+static int move_status(struct uro_peer *p, int err, enum ibv_wc_status fault_status)
+{
+	if (!err)
+		return IBV_WC_SUCCESS;
+	if (p->dead || err == ESRCH || err == EPERM)
+		return RESULT_NO_ACK;
+	return (int)fault_status;
 }
 
 /* Cuts an iovec list down to len bytes. */
@@ -148,8 +175,10 @@ struct target {
 };
 
 /* The QP this one is connected to, if it is there and accepting packets
- * (RTR, RTS or SQD, connected back to us); else the packets would be lost
- * and an RC requester would time out. */
+ * (RTR, RTS or SQD, connected back to us): 0. Otherwise RESULT_NO_ACK:
+ * whether the QP is not ready yet, destroyed or its process gone, its
+ * packets are lost, and the requester retries on its ACK timeout until
+ * retry_cnt runs out, as a NIC does (IBTA 9.7.6.1.3). */
 static int connected_target(struct uro_context *ctx, struct uro_qp *qp, struct target *t)
 {
 	uint32_t dest = qp->attr.dest_qp_num;
@@ -158,14 +187,14 @@ static int connected_target(struct uro_context *ctx, struct uro_qp *qp, struct t
 
 	t->peer = uro_peer_of(ctx, dest, &err);
 	if (!t->peer)
-		return -1;
+		return RESULT_NO_ACK;
 	t->qp = &t->peer->qp[dest & (URO_MAX_QP - 1)];
 	state = uro_qp_state(t->qp);
 	if (!__atomic_load_n(&t->qp->in_use, __ATOMIC_ACQUIRE) || t->qp->qpn != dest ||
 	    t->qp->type != (uint32_t)qp->qpx.qp_base.qp_type ||
 	    t->qp->dest_qpn != qp->qpx.qp_base.qp_num ||
 	    (state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQD))
-		return -1;
+		return RESULT_NO_ACK;
 	return 0;
 }
 
@@ -206,7 +235,7 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 	struct uro_recv r;
 	struct uro_cqe e;
 	uint64_t cap;
-	int nr;
+	int nr, st;
 
 	if (uro_take_recv(t->peer, t->qp, &r))
 		return RESULT_RNR;
@@ -216,8 +245,10 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 		return responder_error(t, &e, IBV_WC_LOC_PROT_ERR, IBV_WC_REM_OP_ERR);
 	if (len > cap)
 		return responder_error(t, &e, IBV_WC_LOC_LEN_ERR, IBV_WC_REM_INV_REQ_ERR);
-	if (move(t->peer, 1, liov, nl, riov, trim(riov, nr, len), len))
-		return IBV_WC_RETRY_EXC_ERR;
+	st = move_status(t->peer, move(t->peer, 1, liov, nl, riov, trim(riov, nr, len), len),
+			 IBV_WC_REM_OP_ERR);
+	if (st != IBV_WC_SUCCESS)
+		return st;
 	e.byte_len = (uint32_t)len;
 	uro_deliver(t->peer, t->qp->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
 	return IBV_WC_SUCCESS;
@@ -240,10 +271,13 @@ static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const str
 	/* With immediate data the message consumes a receive (IBTA 9.4.3). */
 	if (op->imm && uro_take_recv(t->peer, t->qp, &r))
 		return RESULT_RNR;
+	int st;
+
 	riov.iov_base = (void *)(uintptr_t)addr;
 	riov.iov_len = len;
-	if (move(t->peer, 1, liov, nl, &riov, 1, len))
-		return IBV_WC_RETRY_EXC_ERR;
+	st = move_status(t->peer, move(t->peer, 1, liov, nl, &riov, 1, len), IBV_WC_REM_ACCESS_ERR);
+	if (st != IBV_WC_SUCCESS)
+		return st;
 	if (op->imm) {
 		target_cqe(&e, t, qp->qpx.qp_base.qp_num, wr, op);
 		e.wr_id = r.wr_id;
@@ -268,7 +302,8 @@ static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struc
 	}
 	riov.iov_base = (void *)(uintptr_t)addr;
 	riov.iov_len = len;
-	return move(t->peer, 0, liov, nl, &riov, 1, len) ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
+	return move_status(t->peer, move(t->peer, 0, liov, nl, &riov, 1, len),
+			   IBV_WC_REM_ACCESS_ERR);
 }
 
 /* Every atomic aimed at a process holds that process's atomic lock, so
@@ -308,7 +343,7 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 	}
 	pthread_mutex_unlock(lock);
 	if (err)
-		return IBV_WC_RETRY_EXC_ERR;
+		return move_status(t->peer, err, IBV_WC_REM_ACCESS_ERR);
 	memcpy(liov[0].iov_base, &old, 8); /* the original value, to the requester */
 	return IBV_WC_SUCCESS;
 }
@@ -330,8 +365,9 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	*byte_len = (uint32_t)len;
-	if (connected_target(ctx, qp, &t))
-		return rc_qp ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
+	st = connected_target(ctx, qp, &t);
+	if (st)
+		return rc_qp ? st : IBV_WC_SUCCESS;
 	switch (op->kind) {
 	case URO_OP_SEND:
 		st = send_message(qp, wr, op, &t, liov, nl, len);
@@ -379,7 +415,7 @@ static void requester_error(struct uro_context *ctx, struct uro_qp *qp)
 	qp->qpx.qp_base.state = IBV_QPS_ERR;
 }
 
-/* Runs one request; RESULT_RNR leaves it to be retried. */
+/* Runs one request; a result that waits() leaves it to be retried. */
 static int run(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 	       uint32_t seq)
 {
@@ -392,7 +428,7 @@ static int run(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send
 		return IBV_WC_WR_FLUSH_ERR;
 	}
 	st = execute(ctx, qp, wr, &byte_len);
-	if (st == RESULT_RNR)
+	if (waits(st))
 		return st;
 	complete(ctx, qp, wr, seq, (enum ibv_wc_status)st, byte_len);
 	if (st != IBV_WC_SUCCESS)
@@ -419,16 +455,38 @@ static void copy_pending(struct uro_pending *p, const struct ibv_send_wr *wr, ui
 	}
 }
 
-static void arm_rnr_timer(struct uro_context *ctx, struct uro_qp *qp)
+/* The wait before the next attempt: the responder's RNR timer after an
+ * RNR NAK, the local ACK timeout after silence. */
+static void arm_timer(struct uro_context *ctx, struct uro_qp *qp, int why)
 {
 	struct target t;
-	uint8_t timer = connected_target(ctx, qp, &t) ? 0 : t.qp->min_rnr_timer;
+	uint64_t wait = ack_timeout_ns(qp->attr.timeout);
 
-	qp->rnr_deadline_ns = now_ns() + rnr_timer_ns(timer);
+	if (why == RESULT_RNR)
+		wait = rnr_timer_ns(connected_target(ctx, qp, &t) ? 0 : t.qp->min_rnr_timer);
+	qp->rnr_deadline_ns = now_ns() + wait;
+}
+
+/* Whether the head may be tried again after result why; consumes a retry
+ * (rnr_retry 7 never runs out, IBTA 9.7.5.2.8). */
+static int may_retry(struct uro_context *ctx, struct uro_qp *qp, int why)
+{
+	unsigned *left = why == RESULT_RNR ? &qp->rnr_left : &qp->retry_left;
+	/* With no ACK timeout a request waits for as long as its target lives. */
+	int forever = (why == RESULT_RNR && qp->attr.rnr_retry == RNR_RETRY_FOREVER) ||
+		      (why == RESULT_NO_ACK && qp->attr.timeout == 0);
+
+	if (!forever) {
+		if (*left == 0)
+			return 0;
+		(*left)--;
+	}
+	arm_timer(ctx, qp, why);
+	return 1;
 }
 
 static void defer(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		  uint32_t seq, int first_rnr)
+		  uint32_t seq, int why)
 {
 	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
 
@@ -437,9 +495,10 @@ static void defer(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_s
 		return;
 	__atomic_add_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
 	qp->rnr_left = qp->attr.rnr_retry;
+	qp->retry_left = qp->attr.retry_cnt;
 	qp->rnr_deadline_ns = 0;
-	if (first_rnr)
-		arm_rnr_timer(ctx, qp);
+	if (why)
+		arm_timer(ctx, qp, why);
 }
 
 static void pop_pending(struct uro_context *ctx, struct uro_qp *qp)
@@ -459,25 +518,22 @@ static void retry_pending(struct uro_context *ctx, struct uro_qp *qp)
 	while (qp->pending_n && uro_qp_state(qp->pub) != IBV_QPS_SQD &&
 	       now_ns() >= qp->rnr_deadline_ns) {
 		struct uro_pending *p = &qp->pending[qp->pending_head];
-		int st;
+		int st = run(ctx, qp, &p->wr, p->seq);
 
-		/* Out of retries: RNR Retry Exceeded (IBTA 10.7.3.1). */
-		if (qp->rnr_left == 0 && uro_qp_state(qp->pub) != IBV_QPS_ERR) {
-			complete(ctx, qp, &p->wr, p->seq, IBV_WC_RNR_RETRY_EXC_ERR, 0);
-			requester_error(ctx, qp);
-			pop_pending(ctx, qp);
-			continue;
-		}
-		st = run(ctx, qp, &p->wr, p->seq);
-		if (st == RESULT_RNR) {
-			if (qp->rnr_left != RNR_RETRY_FOREVER)
-				qp->rnr_left--;
-			arm_rnr_timer(ctx, qp);
+		if (waits(st) && may_retry(ctx, qp, st))
 			return;
+		/* Out of retries (IBTA 10.7.3.1). */
+		if (waits(st)) {
+			complete(ctx, qp, &p->wr, p->seq,
+				 st == RESULT_RNR ? IBV_WC_RNR_RETRY_EXC_ERR : IBV_WC_RETRY_EXC_ERR,
+				 0);
+			requester_error(ctx, qp);
 		}
 		pop_pending(ctx, qp);
-		if (qp->pending_n)
-			qp->rnr_left = qp->attr.rnr_retry; /* a new head, a new count */
+		if (qp->pending_n) { /* a new head, new counts */
+			qp->rnr_left = qp->attr.rnr_retry;
+			qp->retry_left = qp->attr.retry_cnt;
+		}
 	}
 }
 
@@ -538,6 +594,7 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		retry_pending(ctx, qp);
 	for (; wr; wr = wr->next) {
 		uint32_t seq;
+		int st;
 
 		err = validate(qp, wr);
 		if (err)
@@ -551,10 +608,11 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			defer(ctx, qp, wr, seq, 0);
 			continue;
 		}
-		if (run(ctx, qp, wr, seq) == RESULT_RNR) {
+		st = run(ctx, qp, wr, seq);
+		if (waits(st)) {
 			if ((err = pending_alloc(qp)))
 				break;
-			defer(ctx, qp, wr, seq, 1);
+			defer(ctx, qp, wr, seq, st);
 		}
 	}
 	pthread_spin_unlock(&qp->sq_lock);

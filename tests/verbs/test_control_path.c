@@ -69,9 +69,23 @@ static void test_mr(struct ibv_pd *pd)
 	errno = 0;
 	CHECK(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_ATOMIC) == NULL);
 	CHECK_EQ(errno, EINVAL);
-	errno = 0;
-	CHECK(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_ON_DEMAND) == NULL);
-	CHECK_EQ(errno, EOPNOTSUPP);
+	/* On-demand paging, explicit and implicit (the whole address space). */
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL);
+	if (mr) {
+		struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+
+		CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				       IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1),
+			 0);
+		sge.lkey ^= 0x100;
+		CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), EINVAL);
+		CHECK_EQ(ibv_dereg_mr(mr), 0);
+	}
+	mr = ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL);
+	if (mr)
+		CHECK_EQ(ibv_dereg_mr(mr), 0);
 
 	mr = ibv_reg_mr(pd, buf, sizeof(buf),
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Debian's ibv_*_pingpong, unmodified, between two processes under
+# `uroce run`, with -c (the receiver checks every byte).
+. "$(dirname "$0")/lib.sh"
+T=${T:-60}
+port=$((20000 + ($$ % 5000)))
+
+wait_listen() { # wait_listen PORT: until a server listens on it (bounded)
+	for _ in $(seq 100); do
+		ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# pair DESCRIPTION PROGRAM ARGS...: both sides must exit 0.
+pair() {
+	local what=$1; shift
+	port=$((port + 1))
+	timeout $T "$UROCE" run "$@" -p $port >"$tmp/srv" 2>&1 &
+	local srv=$!
+	wait_listen $port || bad "$what: the server never listened"
+	timeout $T "$UROCE" run "$@" -p $port 127.0.0.1 >"$tmp/cli" 2>&1
+	local cst=$?
+	wait $srv
+	local sst=$?
+	if [ $cst -eq 0 ] && [ $sst -eq 0 ] && grep -q 'iters in' "$tmp/cli"; then
+		ok
+	else
+		bad "$what: client $cst, server $sst"
+		sed 's/^/    client| /' "$tmp/cli" >&2
+		sed 's/^/    server| /' "$tmp/srv" >&2
+	fi
+}
+
+tmp=$(mktemp -d /tmp/uroce-pp-XXXXXX)
+trap 'rm -rf "$tmp"; rm -f "$UROCE_CONFIG"' EXIT
+
+for ev in "" "-e"; do
+	for s in 1 4096 65536 1048576; do
+		n=$([ $s -ge 65536 ] && echo 50 || echo 500)
+		pair "rc $ev -s $s" ibv_rc_pingpong -g 0 -c $ev -s $s -n $n
+		pair "uc $ev -s $s" ibv_uc_pingpong -g 0 -c $ev -s $s -n $n
+		pair "srq $ev -s $s" ibv_srq_pingpong -g 0 -c $ev -q 16 -s $s -n $n
+	done
+	for s in 1 1024 4096; do
+		pair "ud $ev -s $s" ibv_ud_pingpong -g 0 -c $ev -s $s -n 500
+	done
+done
+pair "rc -N (ibv_wr_* API)" ibv_rc_pingpong -g 0 -c -N -n 500
+pair "rc -N -e -s 65536" ibv_rc_pingpong -g 0 -c -N -e -s 65536 -n 50
+
+# On an IB-type device, LID addressing: no -g.
+printf 'link uroce0 netdev lo\nlink ibdev netdev lo type ib lid 9\n' >"$UROCE_CONFIG"
+pair "rc by LID on an IB device" ibv_rc_pingpong -d ibdev -c -n 200
+pair "ud by LID on an IB device" ibv_ud_pingpong -d ibdev -c -n 200
+rm -f "$UROCE_CONFIG"
+
+# On a RoCE device, an address without a GRH is refused, as RoCE NICs do.
+port=$((port + 1))
+timeout 10 "$UROCE" run ibv_rc_pingpong -p $port >"$tmp/srv" 2>&1 &
+srv=$!
+wait_listen $port
+out=$(timeout 10 "$UROCE" run ibv_rc_pingpong -p $port 127.0.0.1 2>&1); st=$?
+wait $srv
+sst=$?
+[ $st -ne 0 ] && [ $sst -ne 0 ] && ok || bad "rc without -g on RoCE succeeded"
+out="$out
+$(cat "$tmp/srv")"
+expect_match "$out" 'RoCE port: an address needs a GRH' "the refusal says why"
+expect_match "$out" 'Failed to modify QP to RTR' "the program sees RTR fail"
+finish

@@ -1,0 +1,137 @@
+/* Two connected QPs on uroce0, each in its own context (its own registry
+ * slot and segment, as two processes would have), for the data-path
+ * tests. */
+#ifndef URO_TEST_PAIR_H
+#define URO_TEST_PAIR_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define SIDE_BUF (1 << 16)
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t buf[SIDE_BUF] __attribute__((aligned(64)));
+};
+
+static inline struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+static inline int side_open(struct side *s, enum ibv_qp_type type, int cqe, struct ibv_qp_cap cap)
+{
+	struct ibv_qp_init_attr init = {.qp_type = type, .cap = cap};
+
+	s->ctx = open_dev("uroce0");
+	if (!s->ctx)
+		return -1;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, cqe, NULL, NULL, 0);
+	s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf),
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	init.send_cq = init.recv_cq = s->cq;
+	s->qp = s->pd && s->cq && s->mr ? ibv_create_qp(s->pd, &init) : NULL;
+	return s->qp ? 0 : -1;
+}
+
+static inline void side_close(struct side *s)
+{
+	ibv_destroy_qp(s->qp);
+	ibv_dereg_mr(s->mr);
+	ibv_destroy_cq(s->cq);
+	ibv_dealloc_pd(s->pd);
+	ibv_close_device(s->ctx);
+}
+
+/* RESET -> INIT -> RTR -> RTS towards remote_qpn, through GID 0. */
+static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry,
+			     uint8_t min_rnr_timer)
+{
+	struct ibv_qp_attr a;
+	int ud = qp->qp_type == IBV_QPT_UD;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return -1;
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = 0x11111111;
+	a.qp_access_flags =
+	    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			      (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (!ud) {
+		a.path_mtu = IBV_MTU_4096;
+		a.dest_qp_num = remote_qpn;
+		a.max_dest_rd_atomic = 4;
+		a.min_rnr_timer = min_rnr_timer;
+		a.ah_attr.port_num = 1;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.hop_limit = 1;
+		ibv_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid);
+	}
+	if (ibv_modify_qp(qp, &a,
+			  ud ? IBV_QP_STATE
+			     : IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 4;
+	return ibv_modify_qp(qp, &a,
+			     ud ? IBV_QP_STATE | IBV_QP_SQ_PSN
+				: IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Polls until one completion arrives or about a second passes. */
+static inline int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n)
+			return n;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - start.tv_sec > 2)
+			return 0;
+	}
+}
+
+static inline int post_recv_buf(struct side *s, uint64_t wr_id, void *addr, uint32_t len)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = s->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return ibv_post_recv(s->qp, &wr, &bad);
+}
+
+#endif

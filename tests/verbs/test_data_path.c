@@ -1,0 +1,565 @@
+/* The intra-host data path: every opcode, and every error of issue #3 item
+ * 4 with the exact status or errno a NIC reports. Two contexts on uroce0
+ * stand for two processes (separate registry slots and segments, the same
+ * cross-memory-attach path); a forked child plays the peer that dies. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "pair.h"
+
+static struct side A, B;
+static const struct ibv_qp_cap CAP = {.max_send_wr = 16,
+				      .max_recv_wr = 16,
+				      .max_send_sge = 4,
+				      .max_recv_sge = 4,
+				      .max_inline_data = 64};
+
+static void drain(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+
+	while (ibv_poll_cq(cq, 1, &wc) > 0)
+		;
+}
+
+static void reconnect(uint8_t rnr_retry, uint8_t timer)
+{
+	CHECK_EQ(qp_connect(A.qp, B.qp->qp_num, rnr_retry, timer), 0);
+	CHECK_EQ(qp_connect(B.qp, A.qp->qp_num, rnr_retry, timer), 0);
+	drain(A.cq);
+	drain(B.cq);
+}
+
+static int post(struct side *s, enum ibv_wr_opcode op, void *local, uint32_t len, uint32_t lkey,
+		uint64_t raddr, uint32_t rkey, uint64_t wr_id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)local, .length = len, .lkey = lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+static enum ibv_qp_state state_of(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+
+	ibv_query_qp(qp, &a, IBV_QP_STATE, &i);
+	return a.qp_state;
+}
+
+static void test_send_recv(void)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)A.buf, .length = 100, .lkey = A.mr->lkey};
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	for (int i = 0; i < 100; i++)
+		A.buf[i] = (uint8_t)(i * 7);
+	CHECK_EQ(post_recv_buf(&B, 77, B.buf, 256), 0);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 5;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htonl(0x1234);
+	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_SEND);
+	CHECK_EQ(wc.wr_id, 5);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV);
+	CHECK_EQ(wc.wr_id, 77);
+	CHECK_EQ(wc.byte_len, 100);
+	CHECK_EQ(wc.qp_num, B.qp->qp_num);
+	CHECK_EQ(wc.src_qp, A.qp->qp_num);
+	CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+	CHECK_EQ(ntohl(wc.imm_data), 0x1234);
+	CHECK(memcmp(A.buf, B.buf, 100) == 0);
+}
+
+static void test_rdma_and_atomics(void)
+{
+	uint64_t *target = (uint64_t *)(B.buf + 8192);
+	uint64_t *result = (uint64_t *)(A.buf + 8192);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)result, .length = 8, .lkey = A.mr->lkey};
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	memset(A.buf, 0xab, 64);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 64, A.mr->lkey, (uintptr_t)B.buf + 1024,
+		      B.mr->rkey, 1),
+		 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+	CHECK_EQ(B.buf[1024], 0xab);
+	CHECK_EQ(B.buf[1087], 0xab);
+	CHECK_EQ(ibv_poll_cq(B.cq, 1, &wc), 0); /* the target ran nothing, saw nothing */
+
+	CHECK_EQ(post_recv_buf(&B, 9, B.buf, 16), 0);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE_WITH_IMM, A.buf, 32, A.mr->lkey,
+		      (uintptr_t)B.buf + 2048, B.mr->rkey, 2),
+		 0);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	CHECK_EQ(wc.byte_len, 32);
+	CHECK_EQ(wc.wr_id, 9);
+	drain(A.cq);
+
+	memset(B.buf + 4096, 0x5c, 128);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_READ, A.buf + 4096, 128, A.mr->lkey, (uintptr_t)B.buf + 4096,
+		      B.mr->rkey, 3),
+		 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_READ);
+	CHECK_EQ(wc.byte_len, 128);
+	CHECK(memcmp(A.buf + 4096, B.buf + 4096, 128) == 0);
+
+	*target = 5;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	wr.wr.atomic.rkey = B.mr->rkey;
+	wr.wr.atomic.compare_add = 5;
+	wr.wr.atomic.swap = 9;
+	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.opcode, IBV_WC_COMP_SWAP);
+	CHECK_EQ(*result, 5);
+	CHECK_EQ(*target, 9);
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.compare_add = 3;
+	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.opcode, IBV_WC_FETCH_ADD);
+	CHECK_EQ(*result, 9);
+	CHECK_EQ(*target, 12);
+	/* A misaligned atomic is an invalid request (IBTA 9.4.5). */
+	wr.wr.atomic.remote_addr = (uintptr_t)target + 4;
+	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+}
+
+static void test_inline_and_sge_lists(void)
+{
+	char msg[48] = "inline data needs no memory region";
+	struct ibv_sge s[2] = {{(uintptr_t)msg, 20, 0}, {(uintptr_t)msg + 20, 28, 0}};
+	struct ibv_sge r[2] = {{(uintptr_t)B.buf, 10, B.mr->lkey},
+			       {(uintptr_t)B.buf + 500, 100, B.mr->lkey}};
+	struct ibv_send_wr wr = {.sg_list = s,
+				 .num_sge = 2,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_recv_wr rw = {.wr_id = 4, .sg_list = r, .num_sge = 2}, *rbad;
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	CHECK_EQ(ibv_post_recv(B.qp, &rw, &rbad), 0);
+	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
+	memset(msg, 0, sizeof(msg)); /* inline: the buffer is free at once */
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.byte_len, 48);
+	CHECK(memcmp(B.buf, "inline dat", 10) == 0);
+	CHECK(memcmp(B.buf + 500, "a needs no memory region", 24) == 0);
+}
+
+static void expect_remote_access_error(uint64_t raddr, uint32_t rkey, uint32_t len)
+{
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, len, A.mr->lkey, raddr, rkey, 11), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(wc.wr_id, 11);
+	CHECK_EQ(state_of(B.qp), IBV_QPS_ERR); /* the responder's QP too */
+	CHECK_EQ(state_of(A.qp), IBV_QPS_ERR);
+}
+
+static void test_remote_access_errors(void)
+{
+	struct ibv_pd *other = ibv_alloc_pd(B.ctx);
+	struct ibv_mr *ro = ibv_reg_mr(B.pd, B.buf, 4096, IBV_ACCESS_REMOTE_READ);
+	struct ibv_mr *foreign =
+	    ibv_reg_mr(other, B.buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+
+	expect_remote_access_error((uintptr_t)B.buf, B.mr->rkey ^ 0x700, 8);	    /* bad rkey */
+	expect_remote_access_error((uintptr_t)B.buf + SIDE_BUF - 4, B.mr->rkey, 8); /* bounds */
+	expect_remote_access_error((uintptr_t)B.buf, ro->rkey, 8);		    /* no access */
+	expect_remote_access_error((uintptr_t)B.buf, foreign->rkey, 8);		    /* other PD */
+	ibv_dereg_mr(foreign);
+	ibv_dereg_mr(ro);
+	ibv_dealloc_pd(other);
+}
+
+static void test_local_errors(void)
+{
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 8, A.mr->lkey + 0x100, (uintptr_t)B.buf,
+		      B.mr->rkey, 1),
+		 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_LOC_PROT_ERR);
+	reconnect(7, 1);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf + SIDE_BUF - 4, 8, A.mr->lkey, (uintptr_t)B.buf,
+		      B.mr->rkey, 2),
+		 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_LOC_PROT_ERR);
+
+	/* A receive buffer too small: the responder reports a local length
+	 * error, the requester a remote invalid request (IBTA 9.9.3.1.2). */
+	reconnect(7, 1);
+	CHECK_EQ(post_recv_buf(&B, 1, B.buf, 16), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 100, A.mr->lkey, 0, 0, 3), 0);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_LOC_LEN_ERR);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+	CHECK_EQ(state_of(B.qp), IBV_QPS_ERR);
+}
+
+static void test_rnr(void)
+{
+	struct ibv_wc wc;
+
+	/* No receive posted: retried rnr_retry times, then reported. */
+	reconnect(2, 1);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 21), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+	CHECK_EQ(wc.wr_id, 21);
+
+	/* rnr_retry 7 retries for ever: the send lands once a receive is. */
+	reconnect(7, 1);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 22), 0);
+	usleep(20000);
+	CHECK_EQ(ibv_poll_cq(A.cq, 1, &wc), 0);
+	CHECK_EQ(post_recv_buf(&B, 5, B.buf, 64), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 22);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 5);
+}
+
+static void test_flush(void)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	CHECK_EQ(post_recv_buf(&B, 31, B.buf, 64), 0);
+	CHECK_EQ(post_recv_buf(&B, 32, B.buf, 64), 0);
+	CHECK_EQ(ibv_modify_qp(B.qp, &a, IBV_QP_STATE), 0);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(wc.wr_id, 31);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 32);
+	/* Later work on a QP in error is flushed too, signaled or not. */
+	CHECK_EQ(post_recv_buf(&B, 33, B.buf, 64), 0);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(wc.wr_id, 33);
+	CHECK_EQ(ibv_modify_qp(A.qp, &a, IBV_QP_STATE), 0);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 8, A.mr->lkey, 0, 0, 34), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(wc.wr_id, 34);
+}
+
+static void test_post_errors(void)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)A.buf, .length = 8, .lkey = A.mr->lkey};
+	struct ibv_sge many[5] = {sge, sge, sge, sge, sge};
+	struct ibv_send_wr w2 = {.wr_id = 2, .sg_list = many, .num_sge = 5, .opcode = IBV_WR_SEND};
+	struct ibv_send_wr w1 = {.wr_id = 1,
+				 .next = &w2,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE},
+			   *bad = NULL;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
+	uint8_t big[128];
+
+	CHECK_EQ(ibv_modify_qp(A.qp, &a, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_post_send(A.qp, &w1, &bad), EINVAL); /* not RTS */
+	CHECK(bad == &w1);
+	reconnect(7, 1);
+	w1.wr.rdma.remote_addr = (uintptr_t)B.buf;
+	w1.wr.rdma.rkey = B.mr->rkey;
+	CHECK_EQ(ibv_post_send(A.qp, &w1, &bad), EINVAL); /* too many SGEs */
+	CHECK(bad == &w2);
+	w2.num_sge = 1;
+	w2.sg_list = &sge;
+	w2.opcode = (enum ibv_wr_opcode)99;
+	CHECK_EQ(ibv_post_send(A.qp, &w1, &bad), EINVAL); /* unknown opcode */
+	CHECK(bad == &w2);
+	sge.addr = (uintptr_t)big;
+	sge.length = sizeof(big);
+	w1.send_flags = IBV_SEND_INLINE;
+	w1.next = NULL;
+	CHECK_EQ(ibv_post_send(A.qp, &w1, &bad), EINVAL); /* inline beyond max_inline_data */
+	CHECK(bad == &w1);
+	/* Unsignaled requests hold their send-queue entries until a later
+	 * signaled completion is polled: the 17th of 16 finds it full. */
+	reconnect(7, 1);
+	sge.addr = (uintptr_t)A.buf;
+	sge.length = 8;
+	w1.send_flags = 0;
+	for (unsigned i = 0; i < CAP.max_send_wr; i++)
+		CHECK_EQ(ibv_post_send(A.qp, &w1, &bad), 0);
+	CHECK_EQ(ibv_post_send(A.qp, &w1, &bad), ENOMEM);
+	CHECK(bad == &w1);
+}
+
+static int wait_event(struct ibv_context *ctx, struct ibv_async_event *ev)
+{
+	struct pollfd p = {.fd = ctx->async_fd, .events = POLLIN};
+
+	return poll(&p, 1, 1000) == 1 ? ibv_get_async_event(ctx, ev) : -1;
+}
+
+static void test_cq_overrun(void)
+{
+	struct side C;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+
+	memset(&C, 0, sizeof(C));
+	CHECK_EQ(side_open(&C, IBV_QPT_RC, 1, CAP), 0);
+	CHECK_EQ(qp_connect(A.qp, C.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(C.qp, A.qp->qp_num, 7, 1), 0);
+	drain(A.cq);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(post_recv_buf(&C, (uint64_t)i, C.buf, 64), 0);
+		CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, (uint64_t)i), 0);
+	}
+	CHECK_EQ(wait_event(C.ctx, &ev), 0);
+	CHECK_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+	CHECK(ev.element.cq == C.cq);
+	ibv_ack_async_event(&ev);
+	CHECK_EQ(ibv_poll_cq(C.cq, 1, &wc), 1);
+	drain(A.cq);
+	side_close(&C);
+}
+
+static void test_srq_limit(void)
+{
+	struct ibv_srq_init_attr si = {.attr = {.max_wr = 8, .max_sge = 1}};
+	struct ibv_srq *srq = ibv_create_srq(B.pd, &si);
+	struct ibv_qp_init_attr qi = {
+	    .send_cq = B.cq, .recv_cq = B.cq, .srq = srq, .qp_type = IBV_QPT_RC, .cap = CAP};
+	struct ibv_qp *q = ibv_create_qp(B.pd, &qi);
+	struct ibv_srq_attr sa = {.srq_limit = 3};
+	struct ibv_sge sge = {.addr = (uintptr_t)B.buf, .length = 64, .lkey = B.mr->lkey};
+	struct ibv_recv_wr rw = {.sg_list = &sge, .num_sge = 1}, *bad;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+
+	CHECK(srq && q);
+	for (int i = 0; i < 4; i++) {
+		rw.wr_id = 100 + (uint64_t)i;
+		CHECK_EQ(ibv_post_srq_recv(srq, &rw, &bad), 0);
+	}
+	CHECK_EQ(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT), 0);
+	CHECK_EQ(qp_connect(A.qp, q->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(q, A.qp->qp_num, 7, 1), 0);
+	drain(A.cq);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 1), 0);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 100); /* SRQ receives are taken in order */
+	CHECK_EQ(wc.qp_num, q->qp_num);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 2), 0);
+	/* 2 left < limit 3: the limit event, once, and the limit disarms. */
+	CHECK_EQ(wait_event(B.ctx, &ev), 0);
+	CHECK_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	CHECK(ev.element.srq == srq);
+	ibv_ack_async_event(&ev);
+	CHECK_EQ(ibv_query_srq(srq, &sa), 0);
+	CHECK_EQ(sa.srq_limit, 0);
+	drain(A.cq);
+	drain(B.cq);
+	CHECK_EQ(ibv_destroy_qp(q), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+}
+
+static void test_ud(void)
+{
+	struct side U1, U2;
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 1}};
+	struct ibv_ah *ah;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	memset(&U1, 0, sizeof(U1));
+	memset(&U2, 0, sizeof(U2));
+	CHECK_EQ(side_open(&U1, IBV_QPT_UD, 16, CAP), 0);
+	CHECK_EQ(side_open(&U2, IBV_QPT_UD, 16, CAP), 0);
+	CHECK_EQ(qp_connect(U1.qp, 0, 0, 0), 0);
+	CHECK_EQ(qp_connect(U2.qp, 0, 0, 0), 0);
+	ibv_query_gid(U1.ctx, 1, 0, &aa.grh.dgid);
+	ah = ibv_create_ah(U1.pd, &aa);
+	CHECK(ah != NULL);
+	sge = (struct ibv_sge){(uintptr_t)U1.buf, 100, U1.mr->lkey};
+	memset(U1.buf, 0x3c, 100);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = U2.qp->qp_num;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	CHECK_EQ(post_recv_buf(&U2, 8, U2.buf, 1024), 0);
+	CHECK_EQ(ibv_post_send(U1.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(U2.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.byte_len, 140); /* the 40-byte GRH area, then the payload */
+	CHECK(wc.wc_flags & IBV_WC_GRH);
+	CHECK_EQ(wc.src_qp, U1.qp->qp_num);
+	CHECK_EQ(U2.buf[20], 0x45); /* RoCEv2 over IPv4: the IPv4 header */
+	CHECK_EQ(U2.buf[32], 127);
+	CHECK_EQ(U2.buf[40], 0x3c);
+	CHECK_EQ(poll_one(U1.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+
+	/* A wrong Q_Key: dropped at the receiver, counted, and the sender
+	 * still completes (IBTA 10.2.5). */
+	wr.wr.ud.remote_qkey = 0x22222222;
+	CHECK_EQ(ibv_post_send(U1.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(U1.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(ibv_poll_cq(U2.cq, 1, &wc), 0);
+	struct ibv_port_attr pa;
+	CHECK_EQ(ibv_query_port(U2.ctx, 1, &pa), 0);
+	CHECK_EQ(pa.qkey_viol_cntr, 1);
+
+	/* No larger than the MTU; RDMA is not for UD. */
+	sge.length = 4097;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	CHECK_EQ(ibv_post_send(U1.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(U1.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_LOC_LEN_ERR);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	CHECK_EQ(ibv_post_send(U1.qp, &wr, &bad), EINVAL);
+	ibv_destroy_ah(ah);
+	side_close(&U1);
+	side_close(&U2);
+}
+
+/* The peer process dies mid-connection: its partner's requests go
+ * unacknowledged and complete with a transport retry error once the
+ * timeout x retry_cnt budget is spent (14 and 7: about half a second),
+ * and what follows is flushed. */
+static void test_peer_killed(void)
+{
+	int up[2], down[2];
+	uint32_t info[2];
+	uint64_t addr;
+	pid_t pid;
+	struct ibv_wc wc;
+
+	CHECK_EQ(pipe(up), 0);
+	CHECK_EQ(pipe(down), 0);
+	pid = fork();
+	if (pid == 0) {
+		static struct side P;
+		uint32_t mine[2];
+		uint64_t a;
+
+		if (side_open(&P, IBV_QPT_RC, 16, CAP))
+			_exit(1);
+		mine[0] = P.qp->qp_num;
+		mine[1] = P.mr->rkey;
+		a = (uintptr_t)P.buf;
+		if (write(up[1], mine, sizeof(mine)) != sizeof(mine) ||
+		    write(up[1], &a, sizeof(a)) != sizeof(a) || read(down[0], mine, 4) != 4 ||
+		    qp_connect(P.qp, mine[0], 7, 1))
+			_exit(1);
+		if (write(up[1], "R", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	CHECK_EQ(read(up[0], info, sizeof(info)), (ssize_t)sizeof(info));
+	CHECK_EQ(read(up[0], &addr, sizeof(addr)), (ssize_t)sizeof(addr));
+	CHECK_EQ(write(down[1], &A.qp->qp_num, 4), 4);
+	char r;
+	CHECK_EQ(read(up[0], &r, 1), 1);
+	CHECK_EQ(qp_connect(A.qp, info[0], 7, 1), 0);
+	drain(A.cq);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 64, A.mr->lkey, addr, info[1], 1), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 64, A.mr->lkey, addr, info[1], 2), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+	/* Not later than the budget: 8 attempts of 4.096 us << 14 = 537 ms. */
+	CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 64, A.mr->lkey, addr, info[1], 3), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+}
+
+int main(void)
+{
+	if (side_open(&A, IBV_QPT_RC, 64, CAP) || side_open(&B, IBV_QPT_RC, 64, CAP)) {
+		fprintf(stderr, "cannot open two contexts on uroce0\n");
+		return 1;
+	}
+	test_send_recv();
+	test_rdma_and_atomics();
+	test_inline_and_sge_lists();
+	test_remote_access_errors();
+	test_local_errors();
+	test_rnr();
+	test_flush();
+	test_post_errors();
+	test_cq_overrun();
+	test_srq_limit();
+	test_ud();
+	test_peer_killed();
+	side_close(&A);
+	side_close(&B);
+	return check_report();
+}
