@@ -133,8 +133,9 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	a->hw_ver = 0;
 	a->max_qp = URO_MAX_QP;
 	a->max_qp_wr = URO_MAX_QP_WR;
-	a->device_cap_flags =
-	    IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
+	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = URO_MAX_SGE;
 	a->max_sge_rd = URO_MAX_SGE;
 	a->max_cq = URO_MAX_CQ;
@@ -148,6 +149,7 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	 * respect to every other atomic through uroce, not to the CPU. */
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = URO_MAX_AH;
+	a->max_mw = URO_MAX_MR; /* windows share the key table with regions */
 	a->max_srq = URO_MAX_SRQ;
 	a->max_srq_wr = URO_MAX_SRQ_WR;
 	a->max_srq_sge = URO_MAX_SGE;

@@ -13,6 +13,10 @@ static const struct uro_opcode table[] = {
 				   IBV_ACCESS_REMOTE_ATOMIC},
     [IBV_WR_ATOMIC_FETCH_AND_ADD] = {URO_OP_ATOMIC, 1, 0, 0, 0, 0, 0, IBV_WC_FETCH_ADD, IBV_WC_RECV,
 				     IBV_ACCESS_REMOTE_ATOMIC},
+    /* Send with Invalidate is an RC operation (IBTA 10.6.7.2.3). */
+    [IBV_WR_SEND_WITH_INV] = {URO_OP_SEND, 1, 0, 0, 0, 1, 1, IBV_WC_SEND, IBV_WC_RECV, 0},
+    [IBV_WR_BIND_MW] = {URO_OP_BIND_MW, 1, 1, 0, 0, 0, 0, IBV_WC_BIND_MW, IBV_WC_RECV, 0},
+    [IBV_WR_LOCAL_INV] = {URO_OP_LOCAL_INV, 1, 1, 0, 0, 0, 0, IBV_WC_LOCAL_INV, IBV_WC_RECV, 0},
 };
 
 const struct uro_opcode *uro_opcode(enum ibv_wr_opcode op)

@@ -6,7 +6,15 @@
 
 #include <infiniband/verbs.h>
 
-enum uro_op_kind { URO_OP_NONE, URO_OP_SEND, URO_OP_WRITE, URO_OP_READ, URO_OP_ATOMIC };
+enum uro_op_kind {
+	URO_OP_NONE,
+	URO_OP_SEND,
+	URO_OP_WRITE,
+	URO_OP_READ,
+	URO_OP_ATOMIC,
+	URO_OP_BIND_MW,
+	URO_OP_LOCAL_INV,
+};
 
 struct uro_opcode {
 	enum uro_op_kind kind;

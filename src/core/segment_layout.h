@@ -85,6 +85,10 @@ struct uro_seg_srq {
 	uint8_t reserved[16];
 };
 
+/* A key: a memory region, or a memory window (IBTA 10.6.7) that the owner
+ * binds to part of a region. */
+enum uro_key_kind { URO_KEY_MR, URO_KEY_MW1, URO_KEY_MW2 };
+
 struct uro_seg_mr {
 	uint32_t in_use;
 	uint32_t lkey;
@@ -95,7 +99,12 @@ struct uro_seg_mr {
 	uint64_t addr;	     /* where the bytes are in the owner's address space */
 	uint64_t iova;	     /* the address remote peers name them by */
 	uint64_t length;
-	uint8_t reserved[16];
+	uint8_t kind;  /* enum uro_key_kind */
+	uint8_t bound; /* a window: bound to a region */
+	uint16_t reserved0;
+	uint32_t qpn;	  /* a type 2 window: the QP it is bound to */
+	uint32_t parent;  /* a window: the region's entry */
+	uint32_t windows; /* a region: windows bound to it */
 };
 
 struct uro_seg_header {

@@ -19,6 +19,9 @@ const struct uro_seg_mr *uro_mr_lookup(const struct uro_peer *p, uint32_t key, i
 	if (!__atomic_load_n(&mr->in_use, __ATOMIC_ACQUIRE) ||
 	    (remote ? mr->rkey : mr->lkey) != key)
 		return NULL;
+	/* A window has an rkey only, and names memory only while bound. */
+	if (mr->kind != URO_KEY_MR && (!remote || !__atomic_load_n(&mr->bound, __ATOMIC_ACQUIRE)))
+		return NULL;
 	return mr;
 }
 
@@ -27,13 +30,15 @@ static int in_range(uint64_t start, uint64_t len, uint64_t base, uint64_t size)
 	return start >= base && len <= size && start - base <= size - len;
 }
 
-enum ibv_wc_status uro_rkey_check(const struct uro_peer *p, uint32_t pd, uint32_t rkey, uint64_t va,
-				  uint64_t len, unsigned access, uint64_t *addr)
+enum ibv_wc_status uro_rkey_check(const struct uro_peer *p, uint32_t pd, uint32_t qpn,
+				  uint32_t rkey, uint64_t va, uint64_t len, unsigned access,
+				  uint64_t *addr)
 {
 	const struct uro_seg_mr *mr = uro_mr_lookup(p, rkey, 1);
 
+	/* A type 2 window serves only the QP it is bound to (IBTA 10.6.7.2.4). */
 	if (!mr || mr->pd != pd || (mr->access & access) != access ||
-	    !in_range(va, len, mr->iova, mr->length))
+	    (mr->kind == URO_KEY_MW2 && mr->qpn != qpn) || !in_range(va, len, mr->iova, mr->length))
 		return IBV_WC_REM_ACCESS_ERR;
 	*addr = mr->addr + (va - mr->iova);
 	return IBV_WC_SUCCESS;

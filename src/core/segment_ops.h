@@ -15,9 +15,11 @@
 const struct uro_seg_mr *uro_mr_lookup(const struct uro_peer *p, uint32_t key, int remote);
 
 /* IBV_WC_SUCCESS with *addr the target address of [va, va+len) in the
- * owner's address space, or IBV_WC_REM_ACCESS_ERR (IBTA 9.7.5.1.3, 10.6.3). */
-enum ibv_wc_status uro_rkey_check(const struct uro_peer *p, uint32_t pd, uint32_t rkey, uint64_t va,
-				  uint64_t len, unsigned access, uint64_t *addr);
+ * owner's address space, or IBV_WC_REM_ACCESS_ERR (IBTA 9.7.5.1.3, 10.6.3).
+ * pd and qpn are the target QP's. */
+enum ibv_wc_status uro_rkey_check(const struct uro_peer *p, uint32_t pd, uint32_t qpn,
+				  uint32_t rkey, uint64_t va, uint64_t len, unsigned access,
+				  uint64_t *addr);
 
 /* Turns an SGE list into iovecs in the owner's address space, checking
  * each lkey, PD, bounds and (need_write) LOCAL_WRITE. Returns

@@ -174,9 +174,9 @@ void uro_context_set_ops(struct uro_context *ctx)
 	ops->_compat_attach_mcast = compat_op;
 	ops->_compat_detach_mcast = compat_op;
 	ops->_compat_async_event = compat_op;
-	/* Memory windows arrive with the data path: with alloc_mw NULL the
-	 * header's ibv_alloc_mw() fails with EOPNOTSUPP, as on a device
-	 * without them. */
+	ops->alloc_mw = uro_alloc_mw;
+	ops->dealloc_mw = uro_dealloc_mw;
+	ops->bind_mw = uro_bind_mw;
 	ops->poll_cq = uro_poll_cq;
 	ops->req_notify_cq = uro_req_notify_cq;
 	ops->post_send = uro_post_send;

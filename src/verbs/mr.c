@@ -15,7 +15,9 @@
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-static uint32_t make_key(uint32_t index, uint32_t generation)
+/* A key names its table entry and, in its low byte, the entry's
+ * generation (the 8 bits ibv_inc_rkey(3) varies for a window). */
+uint32_t uro_make_key(uint32_t index, uint32_t generation)
 {
 	return ((index + 1) << 8) | (generation & 0xff);
 }
@@ -74,7 +76,10 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	mr->ibmr.handle = (uint32_t)index;
 	/* A new generation for every reuse: a stale key never names it. */
 	mr->pub->generation++;
-	mr->ibmr.lkey = mr->ibmr.rkey = make_key(mr->index, mr->pub->generation);
+	mr->ibmr.lkey = mr->ibmr.rkey = uro_make_key(mr->index, mr->pub->generation);
+	mr->pub->kind = URO_KEY_MR;
+	mr->pub->bound = 0;
+	mr->pub->windows = 0;
 	publish(mr);
 	to_upd(pd)->users++;
 	uro_unlock(ctx);
@@ -104,6 +109,11 @@ URO_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct uro_context *ctx = to_uctx(ibmr->context);
 
 	uro_lock(ctx);
+	/* Windows bound to the region keep it (IBTA 10.6.7.1). */
+	if (__atomic_load_n(&mr->pub->windows, __ATOMIC_ACQUIRE)) {
+		uro_unlock(ctx);
+		return EBUSY;
+	}
 	mr->pub->in_use = 0;
 	to_upd(ibmr->pd)->users--;
 	uro_index_give(&ctx->seg.mr_ids, mr->index);

@@ -167,6 +167,13 @@ struct uro_peer *uro_peer_of(struct uro_context *ctx, uint32_t qpn, int *err);
 uint64_t uro_progress(struct uro_context *ctx);
 void uro_qp_drop_pending(struct uro_qp *qp);
 
+/* Memory windows (mw.c). */
+struct ibv_mw *uro_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int uro_dealloc_mw(struct ibv_mw *mw);
+int uro_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b);
+int uro_mw_execute(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr);
+uint32_t uro_make_key(uint32_t index, uint32_t generation);
+
 /* Gives a QP the ibv_wr_* builder: 0, EOPNOTSUPP or ENOMEM. */
 int uro_qp_ex_init(struct uro_qp *qp, uint64_t send_ops_flags);
 

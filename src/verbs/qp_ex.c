@@ -13,7 +13,8 @@
 #define SUPPORTED_SEND_OPS                                                                         \
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |          \
 	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                           \
-	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                 \
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static struct uro_qp *from_qpx(struct ibv_qp_ex *qpx)
 {
@@ -116,6 +117,34 @@ static void wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t add
 static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr, uint64_t add)
 {
 	atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	struct ibv_send_wr *wr = next_wr(qpx, IBV_WR_SEND_WITH_INV);
+
+	if (wr)
+		wr->invalidate_rkey = rkey;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	struct ibv_send_wr *wr = next_wr(qpx, IBV_WR_LOCAL_INV);
+
+	if (wr)
+		wr->invalidate_rkey = rkey;
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr *wr = next_wr(qpx, IBV_WR_BIND_MW);
+
+	if (!wr)
+		return;
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
 }
 
 static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
@@ -225,6 +254,9 @@ int uro_qp_ex_init(struct uro_qp *qp, uint64_t send_ops_flags)
 	x->wr_rdma_read = wr_rdma_read;
 	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	x->wr_send_inv = wr_send_inv;
+	x->wr_local_inv = wr_local_inv;
+	x->wr_bind_mw = wr_bind_mw;
 	x->wr_set_ud_addr = wr_set_ud_addr;
 	x->wr_set_sge = wr_set_sge;
 	x->wr_set_sge_list = wr_set_sge_list;

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "memory_window.h"
 #include "objects.h"
 #include "opcode.h"
 #include "segment_ops.h"
@@ -70,6 +71,9 @@ static int validate(struct uro_qp *qp, const struct ibv_send_wr *wr)
 	if (!op || !uro_opcode_allowed(op, qp->qpx.qp_base.qp_type))
 		return EINVAL;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+		return EINVAL;
+	if ((op->kind == URO_OP_BIND_MW || op->kind == URO_OP_LOCAL_INV) &&
+	    (wr->send_flags & IBV_SEND_INLINE))
 		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		for (int i = 0; i < wr->num_sge; i++)
@@ -241,6 +245,13 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 		return RESULT_RNR;
 	target_cqe(&e, t, qp->qpx.qp_base.qp_num, wr, op);
 	e.wr_id = r.wr_id;
+	if (op->inv) {
+		/* The responder invalidates the window first (IBTA 10.6.7.2.3). */
+		if (uro_mw_invalidate(t->peer, t->qp->pd, t->qp->qpn, wr->invalidate_rkey))
+			return responder_error(t, &e, IBV_WC_LOC_PROT_ERR, IBV_WC_REM_OP_ERR);
+		e.wc_flags |= IBV_WC_WITH_INV;
+		e.imm_data = wr->invalidate_rkey; /* the union's invalidated_rkey */
+	}
 	if (uro_sge_iov(t->peer, recv_pd(t), r.sge, r.num_sge, 1, riov, &nr, &cap))
 		return responder_error(t, &e, IBV_WC_LOC_PROT_ERR, IBV_WC_REM_OP_ERR);
 	if (len > cap)
@@ -263,8 +274,8 @@ static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const str
 	uint64_t addr;
 
 	if (!(t->qp->access & IBV_ACCESS_REMOTE_WRITE) ||
-	    uro_rkey_check(t->peer, t->qp->pd, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-			   IBV_ACCESS_REMOTE_WRITE, &addr)) {
+	    uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, wr->wr.rdma.rkey,
+			   wr->wr.rdma.remote_addr, len, IBV_ACCESS_REMOTE_WRITE, &addr)) {
 		uro_qp_error(t->peer, t->qp);
 		return IBV_WC_REM_ACCESS_ERR;
 	}
@@ -295,8 +306,8 @@ static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struc
 	uint64_t addr;
 
 	if (!(t->qp->access & IBV_ACCESS_REMOTE_READ) ||
-	    uro_rkey_check(t->peer, t->qp->pd, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-			   IBV_ACCESS_REMOTE_READ, &addr)) {
+	    uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, wr->wr.rdma.rkey,
+			   wr->wr.rdma.remote_addr, len, IBV_ACCESS_REMOTE_READ, &addr)) {
 		uro_qp_error(t->peer, t->qp);
 		return IBV_WC_REM_ACCESS_ERR;
 	}
@@ -323,8 +334,8 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
 	if (!(t->qp->access & IBV_ACCESS_REMOTE_ATOMIC) ||
-	    uro_rkey_check(t->peer, t->qp->pd, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
-			   IBV_ACCESS_REMOTE_ATOMIC, &addr)) {
+	    uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, wr->wr.atomic.rkey,
+			   wr->wr.atomic.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &addr)) {
 		uro_qp_error(t->peer, t->qp);
 		return IBV_WC_REM_ACCESS_ERR;
 	}
@@ -361,6 +372,8 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 	uint64_t len;
 	int nl, st;
 
+	if (op->kind == URO_OP_BIND_MW || op->kind == URO_OP_LOCAL_INV)
+		return uro_mw_execute(ctx, qp, wr); /* local: no packet leaves */
 	st = gather(ctx, qp, wr, writes_local, liov, &nl, &len);
 	if (st != IBV_WC_SUCCESS)
 		return st;

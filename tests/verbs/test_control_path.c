@@ -202,7 +202,7 @@ static void test_qp_create_errors(struct ibv_pd *pd, struct ibv_cq *cq)
 	ax.pd = pd;
 	ax.cap = a.cap;
 	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
+	ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO | IBV_QP_EX_WITH_BIND_MW;
 	errno = 0;
 	CHECK(ibv_create_qp_ex(pd->context, &ax) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);
@@ -525,8 +525,8 @@ static void test_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 	struct ibv_xrcd_init_attr xa = {0};
 
 	errno = 0;
-	CHECK(ibv_alloc_mw(pd, IBV_MW_TYPE_1) == NULL);
-	CHECK_EQ(errno, EOPNOTSUPP);
+	CHECK(ibv_alloc_mw(pd, (enum ibv_mw_type)3) == NULL);
+	CHECK_EQ(errno, EINVAL);
 	errno = 0;
 	CHECK(ibv_open_xrcd(ctx, &xa) == NULL);
 	CHECK_EQ(errno, EOPNOTSUPP);

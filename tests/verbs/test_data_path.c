@@ -478,6 +478,101 @@ static void test_ud(void)
 	side_close(&U2);
 }
 
+static int write_with(uint32_t rkey, uint64_t addr, uint64_t wr_id)
+{
+	struct ibv_wc wc;
+
+	if (post(&A, IBV_WR_RDMA_WRITE, A.buf, 64, A.mr->lkey, addr, rkey, wr_id))
+		return -1;
+	return poll_one(A.cq, &wc) == 1 ? (int)wc.status : -1;
+}
+
+static int post_bind(struct ibv_mw *mw, uint32_t rkey, struct ibv_mr *mr, void *addr, uint64_t len,
+		     enum ibv_wr_opcode op)
+{
+	struct ibv_send_wr wr = {.wr_id = 70, .opcode = op, .send_flags = IBV_SEND_SIGNALED}, *bad;
+	struct ibv_wc wc;
+
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info =
+	    (struct ibv_mw_bind_info){mr, (uintptr_t)addr, len, IBV_ACCESS_REMOTE_WRITE};
+	wr.invalidate_rkey = rkey;
+	if (ibv_post_send(B.qp, &wr, &bad))
+		return -1;
+	return poll_one(B.cq, &wc) == 1 ? (int)wc.status : -1;
+}
+
+static void test_memory_windows(void)
+{
+	struct ibv_mr *mr =
+	    ibv_reg_mr(B.pd, B.buf, SIDE_BUF,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mr *nobind = ibv_reg_mr(B.pd, B.buf, SIDE_BUF, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mw *mw1 = ibv_alloc_mw(B.pd, IBV_MW_TYPE_1);
+	struct ibv_mw *mw2 = ibv_alloc_mw(B.pd, IBV_MW_TYPE_2);
+	struct ibv_mw_bind b = {
+	    .wr_id = 61,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .bind_info = {mr, (uintptr_t)B.buf + 256, 256, IBV_ACCESS_REMOTE_WRITE}};
+	uint32_t old, key2;
+	struct ibv_wc wc;
+
+	CHECK(mr && nobind && mw1 && mw2);
+	reconnect(7, 1);
+	/* Type 1: bound with ibv_bind_mw; the rkey changes with each bind. */
+	old = mw1->rkey;
+	CHECK_EQ(ibv_bind_mw(B.qp, mw1, &b), 0);
+	CHECK(mw1->rkey != old);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_BIND_MW);
+	CHECK_EQ(write_with(mw1->rkey, (uintptr_t)B.buf + 256, 1), IBV_WC_SUCCESS);
+	CHECK_EQ(ibv_dereg_mr(mr), EBUSY); /* a window is bound to it */
+	CHECK_EQ(write_with(old, (uintptr_t)B.buf + 256, 2), IBV_WC_REM_ACCESS_ERR);
+	reconnect(7, 1);
+	CHECK_EQ(write_with(mw1->rkey, (uintptr_t)B.buf, 3), IBV_WC_REM_ACCESS_ERR); /* outside */
+
+	/* Type 2: bound by a work request, served to this QP only, and
+	 * invalidated remotely (Send with Invalidate) or locally. */
+	reconnect(7, 1);
+	key2 = ibv_inc_rkey(mw2->rkey);
+	CHECK_EQ(post_bind(mw2, key2, mr, B.buf + 1024, 512, IBV_WR_BIND_MW), IBV_WC_SUCCESS);
+	CHECK_EQ(write_with(key2, (uintptr_t)B.buf + 1024, 4), IBV_WC_SUCCESS);
+	CHECK_EQ(post_recv_buf(&B, 80, B.buf + 4096, 64), 0);
+	struct ibv_sge sge = {(uintptr_t)A.buf, 8, A.mr->lkey};
+	struct ibv_send_wr inv = {.wr_id = 81,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	inv.invalidate_rkey = key2;
+	CHECK_EQ(ibv_post_send(A.qp, &inv, &bad), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK(wc.wc_flags & IBV_WC_WITH_INV);
+	CHECK_EQ(wc.invalidated_rkey, key2);
+	CHECK_EQ(write_with(key2, (uintptr_t)B.buf + 1024, 5), IBV_WC_REM_ACCESS_ERR);
+
+	reconnect(7, 1);
+	key2 = ibv_inc_rkey(key2);
+	CHECK_EQ(post_bind(mw2, key2, mr, B.buf, 512, IBV_WR_BIND_MW), IBV_WC_SUCCESS);
+	CHECK_EQ(post_bind(mw2, key2, mr, B.buf, 512, IBV_WR_LOCAL_INV), IBV_WC_SUCCESS);
+	CHECK_EQ(write_with(key2, (uintptr_t)B.buf, 6), IBV_WC_REM_ACCESS_ERR);
+
+	/* Binding needs MW_BIND access on the region. */
+	reconnect(7, 1);
+	CHECK_EQ(post_bind(mw2, ibv_inc_rkey(key2), nobind, B.buf, 64, IBV_WR_BIND_MW),
+		 IBV_WC_MW_BIND_ERR);
+	reconnect(7, 1);
+	CHECK_EQ(ibv_dealloc_mw(mw1), 0);
+	CHECK_EQ(ibv_dealloc_mw(mw2), 0);
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	CHECK_EQ(ibv_dereg_mr(nobind), 0);
+}
+
 /* The peer process dies mid-connection: its partner's requests go
  * unacknowledged and complete with a transport retry error once the
  * timeout x retry_cnt budget is spent (14 and 7: about half a second),
@@ -558,6 +653,7 @@ int main(void)
 	test_cq_overrun();
 	test_srq_limit();
 	test_ud();
+	test_memory_windows();
 	test_peer_killed();
 	side_close(&A);
 	side_close(&B);
