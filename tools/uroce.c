@@ -12,7 +12,7 @@ static const char usage[] =
     "  link delete NAME                         remove a device\n"
     "  link set NAME [netdev IFACE] [type roce|ib] [name NEW]\n"
     "  run CMD [ARGS...]                        run an unmodified RDMA program on uroce\n"
-    "  demo [-d DEVICE]                         exercise a device and report what it did\n"
+    "  demo [-d DEVICE]                         two processes on a device: latency and bandwidth\n"
     "\n"
     "Devices live in $UROCE_CONFIG (default ~/.config/uroce/links.conf); with no\n"
     "file there is one device, uroce0 on lo. 'uroce COMMAND --help' for more.\n";

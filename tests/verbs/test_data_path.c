@@ -636,6 +636,63 @@ static void test_peer_killed(void)
 	close(down[1]);
 }
 
+/* A peer that belongs to another user cannot be reached by cross-memory
+ * attach: connecting to it fails at once with EACCES (needs root to make
+ * such a peer; skipped otherwise). */
+static void test_other_user(void)
+{
+	int up[2], down[2];
+	uint32_t qpn = 0;
+	pid_t pid;
+	struct ibv_qp_attr a;
+
+	if (getuid() != 0) {
+		printf("other-user peer: skipped, needs root to create one\n");
+		return;
+	}
+	CHECK_EQ(pipe(up), 0);
+	CHECK_EQ(pipe(down), 0);
+	pid = fork();
+	if (pid == 0) {
+		static struct side P;
+		char c;
+
+		if (setgid(65534) || setuid(65534) || side_open(&P, IBV_QPT_RC, 16, CAP) ||
+		    write(up[1], &P.qp->qp_num, 4) != 4)
+			_exit(1);
+		(void)!read(down[0], &c, 1);
+		_exit(0);
+	}
+	CHECK_EQ(read(up[0], &qpn, 4), 4);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	ibv_modify_qp(A.qp, &a, IBV_QP_STATE);
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	CHECK_EQ(
+	    ibv_modify_qp(A.qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	    0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qpn;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.is_global = 1;
+	ibv_query_gid(A.ctx, 1, 0, &a.ah_attr.grh.dgid);
+	CHECK_EQ(ibv_modify_qp(A.qp, &a,
+			       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER),
+		 EACCES);
+	CHECK_EQ(write(down[1], "x", 1), 1);
+	waitpid(pid, NULL, 0);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+}
+
 int main(void)
 {
 	if (side_open(&A, IBV_QPT_RC, 64, CAP) || side_open(&B, IBV_QPT_RC, 64, CAP)) {
@@ -655,6 +712,7 @@ int main(void)
 	test_ud();
 	test_memory_windows();
 	test_peer_killed();
+	test_other_user();
 	side_close(&A);
 	side_close(&B);
 	return check_report();
