@@ -636,6 +636,86 @@ static void test_peer_killed(void)
 	close(down[1]);
 }
 
+static int channel_ready(struct ibv_comp_channel *ch, int ms)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+
+	return poll(&p, 1, ms) == 1;
+}
+
+/* A completion added by another process wakes an armed CQ's channel; an
+ * arm for solicited events ignores unsolicited ones (IBTA 11.4.2.2). The
+ * extended CQ reads the same completions. */
+static void test_channel_and_cq_ex(void)
+{
+	struct ibv_context *ctx = open_dev("uroce0");
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq_init_attr_ex cx = {.cqe = 16,
+					 .channel = ch,
+					 .wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
+						     IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP};
+	struct ibv_cq_ex *cq = ibv_create_cq_ex(ctx, &cx);
+	struct ibv_qp_init_attr init = {.send_cq = ibv_cq_ex_to_cq(cq),
+					.recv_cq = ibv_cq_ex_to_cq(cq),
+					.cap = CAP,
+					.qp_type = IBV_QPT_RC};
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+	struct ibv_mr *mr = ibv_reg_mr(pd, B.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_poll_cq_attr pa = {0};
+	struct ibv_sge sge = {(uintptr_t)B.buf, 64, 0};
+	struct ibv_recv_wr rw = {.wr_id = 90, .sg_list = &sge, .num_sge = 1}, *rbad;
+	struct ibv_cq *got;
+	void *cq_ctx;
+
+	CHECK(qp && mr && cq);
+	sge.lkey = mr->lkey;
+	CHECK_EQ(qp_connect(A.qp, qp->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(qp, A.qp->qp_num, 7, 1), 0);
+	drain(A.cq);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(ibv_post_recv(qp, &rw, &rbad), 0);
+
+	CHECK_EQ(ibv_req_notify_cq(ibv_cq_ex_to_cq(cq), 0), 0);
+	CHECK_EQ(channel_ready(ch, 20), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 1), 0);
+	CHECK_EQ(channel_ready(ch, 1000), 1);
+	CHECK_EQ(ibv_get_cq_event(ch, &got, &cq_ctx), 0);
+	CHECK(got == ibv_cq_ex_to_cq(cq));
+	ibv_ack_cq_events(got, 1);
+	CHECK_EQ(ibv_start_poll(cq, &pa), 0);
+	CHECK_EQ(cq->status, IBV_WC_SUCCESS);
+	CHECK_EQ(cq->wr_id, 90);
+	CHECK_EQ(ibv_wc_read_opcode(cq), IBV_WC_RECV);
+	CHECK_EQ(ibv_wc_read_byte_len(cq), 8);
+	CHECK_EQ(ibv_wc_read_qp_num(cq), qp->qp_num);
+	CHECK_EQ(ibv_wc_read_src_qp(cq), A.qp->qp_num);
+	CHECK_EQ(ibv_next_poll(cq), ENOENT);
+	ibv_end_poll(cq);
+
+	/* Armed for solicited completions only. */
+	CHECK_EQ(ibv_req_notify_cq(ibv_cq_ex_to_cq(cq), 1), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 2), 0);
+	CHECK_EQ(channel_ready(ch, 50), 0);
+	struct ibv_sge s2 = {(uintptr_t)A.buf, 8, A.mr->lkey};
+	struct ibv_send_wr sw = {.sg_list = &s2,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SOLICITED},
+			   *bad;
+	CHECK_EQ(ibv_post_send(A.qp, &sw, &bad), 0);
+	CHECK_EQ(channel_ready(ch, 1000), 1);
+	CHECK_EQ(ibv_get_cq_event(ch, &got, &cq_ctx), 0);
+	ibv_ack_cq_events(got, 1);
+	drain(A.cq);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+	ibv_destroy_comp_channel(ch);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+}
+
 /* A peer that belongs to another user cannot be reached by cross-memory
  * attach: connecting to it fails at once with EACCES (needs root to make
  * such a peer; skipped otherwise). */
@@ -711,6 +791,7 @@ int main(void)
 	test_srq_limit();
 	test_ud();
 	test_memory_windows();
+	test_channel_and_cq_ex();
 	test_peer_killed();
 	test_other_user();
 	side_close(&A);
