@@ -1,0 +1,130 @@
+/* Addresses and routes: rdma_bind_addr(3), rdma_resolve_addr(3),
+ * rdma_resolve_route(3). An address is a uroce device's when the netdev
+ * that carries it is the device's (device.c). */
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm.h"
+
+static socklen_t sa_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+static int is_wildcard(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &in6addr_any, 16);
+}
+
+/* The CM's TCP socket for an id, bound to its source address: this is
+ * what owns the port (port 0 picks a free one). */
+static int bind_socket(struct uro_cm_id *cm, const struct sockaddr *addr)
+{
+	socklen_t len = sizeof(struct sockaddr_storage);
+	int one = 1;
+	int s = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (bind(s, addr, sa_len(addr)) || getsockname(s, &cm->id.route.addr.src_addr, &len)) {
+		int err = errno;
+
+		close(s);
+		return uro_cm_err(err);
+	}
+	cm->sock = s;
+	return 0;
+}
+
+URO_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	struct uro_cm_id *cm = to_cm(id);
+	struct ibv_context *verbs = NULL;
+
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
+	    cm->state != CM_IDLE || cm->sock >= 0)
+		return uro_cm_err(EINVAL);
+	/* A wildcard belongs to every device; any other address must be one
+	 * a uroce device carries (rdma_bind_addr(3): ENODEV otherwise). */
+	if (!is_wildcard(addr) && !(verbs = uro_cm_device_for_addr(addr)))
+		return uro_cm_err(ENODEV);
+	if (bind_socket(cm, addr))
+		return -1;
+	id->verbs = verbs;
+	id->port_num = verbs ? 1 : 0;
+	return 0;
+}
+
+/* The local address the kernel would send to dst from. */
+static int source_for(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+	socklen_t len = sizeof(*src);
+	int s = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int rc;
+
+	if (s < 0)
+		return -1;
+	rc = connect(s, dst, sa_len(dst)) || getsockname(s, (struct sockaddr *)src, &len);
+	close(s);
+	return rc ? -1 : 0;
+}
+
+URO_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
+				 struct sockaddr *dst_addr, int timeout_ms)
+{
+	struct uro_cm_id *cm = to_cm(id);
+	struct sockaddr_storage src;
+	int err = 0;
+
+	(void)timeout_ms; /* resolution is immediate: it never outlasts it */
+	if (!dst_addr || (dst_addr->sa_family != AF_INET && dst_addr->sa_family != AF_INET6))
+		return uro_cm_err(EINVAL);
+	if (src_addr && cm->sock < 0 && rdma_bind_addr(id, src_addr))
+		return -1;
+	memcpy(&id->route.addr.dst_storage, dst_addr, sa_len(dst_addr));
+	if (cm->sock < 0) {
+		if (source_for(dst_addr, &src)) {
+			err = errno ? errno : ENETUNREACH;
+		} else {
+			((struct sockaddr_in *)&src)->sin_port = 0;
+			memcpy(&id->route.addr.src_storage, &src, sizeof(src));
+		}
+	}
+	if (!err && !id->verbs) {
+		id->verbs = uro_cm_device_for_addr(&id->route.addr.src_addr);
+		err = id->verbs ? 0 : ENODEV;
+	}
+	/* An address no uroce device reaches is an ADDR_ERROR event, as the
+	 * kernel reports one it cannot resolve. */
+	if (err) {
+		uro_cm_post(cm, RDMA_CM_EVENT_ADDR_ERROR, -err, NULL, 0, NULL);
+		return uro_cm_wait(cm, RDMA_CM_EVENT_ADDR_RESOLVED);
+	}
+	id->port_num = 1;
+	cm->state = CM_ADDR_RESOLVED;
+	uro_cm_post(cm, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0, NULL);
+	return uro_cm_wait(cm, RDMA_CM_EVENT_ADDR_RESOLVED);
+}
+
+URO_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	struct uro_cm_id *cm = to_cm(id);
+
+	(void)timeout_ms;
+	if (cm->state != CM_ADDR_RESOLVED)
+		return uro_cm_err(EINVAL);
+	if (uro_cm_fill_route(cm)) {
+		uro_cm_post(cm, RDMA_CM_EVENT_ROUTE_ERROR, -EHOSTUNREACH, NULL, 0, NULL);
+		return uro_cm_wait(cm, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	}
+	cm->state = CM_ROUTE_RESOLVED;
+	uro_cm_post(cm, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0, NULL);
+	return uro_cm_wait(cm, RDMA_CM_EVENT_ROUTE_RESOLVED);
+}

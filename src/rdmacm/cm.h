@@ -1,0 +1,165 @@
+/* librdmacm's objects: connection identifiers, event channels, and the CM
+ * protocol they speak over TCP (design.md decision 7). */
+#ifndef URO_CM_H
+#define URO_CM_H
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <stdint.h>
+
+#define URO_EXPORT __attribute__((visibility("default")))
+
+/* Private data limits (rdma_connect(3), rdma_accept(3), rdma_reject(3)):
+ * what the IB CM messages carry after rdma_cm's own header. */
+enum {
+	URO_PDATA_REQ = 56,
+	URO_PDATA_REP = 196,
+	URO_PDATA_REJ = 148,
+	URO_PDATA_DREQ = 220,
+	URO_PDATA_SIDR_REQ = 180,
+	URO_PDATA_SIDR_REP = 136,
+	URO_PDATA_MAX = 220,
+};
+
+/* The IB CM reject reasons rdma_cm reports as an event's status. */
+enum {
+	URO_REJ_INVALID_SERVICE_ID = 8,
+	URO_REJ_CONSUMER_DEFINED = 28,
+};
+
+#define URO_UDP_QKEY 0x01234567 /* RDMA_UDP_QKEY: the Q_Key of RDMA_PS_UDP */
+
+enum uro_cm_state {
+	CM_IDLE,
+	CM_ADDR_RESOLVED,
+	CM_ROUTE_RESOLVED,
+	CM_LISTEN,
+	CM_CONNECTING, /* active side, REQ sent */
+	CM_REQ_RCVD,   /* passive side, before accept */
+	CM_ACCEPTING,  /* REP sent, waiting for RTU */
+	CM_CONNECTED,
+	CM_DISCONNECTED,
+};
+
+/* What the peer told us in its REQ or REP. */
+struct uro_cm_peer {
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t qkey;
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	uint8_t rnr_retry;
+	uint8_t retry_count;
+	uint8_t srq;
+	union ibv_gid gid;
+	uint16_t lid;
+};
+
+struct uro_cm_channel;
+
+struct uro_cm_id {
+	struct rdma_cm_id id; /* what the program sees; first */
+	enum uro_cm_state state;
+	struct uro_cm_channel *chan;
+	int sync; /* created without a channel: verbs wait for their event */
+	int sock; /* the CM TCP connection, or the listening socket */
+	int backlog;
+	uint32_t psn;
+	struct uro_cm_peer peer;
+	struct rdma_conn_param param; /* this side's, from connect or accept */
+	struct uro_cm_id *listener;   /* for a request's id */
+	struct ibv_sa_path_rec path;
+	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep's, for get_request */
+	int own_pd;			  /* rdma_create_qp allocated id.pd */
+	int own_cqs;			  /* ... and the CQs and channels */
+	unsigned pending_events;	  /* queued, not yet acknowledged */
+	void *watch;			  /* the CM thread's entry for sock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int destroying;
+};
+
+static inline struct uro_cm_id *to_cm(struct rdma_cm_id *id)
+{
+	return (struct uro_cm_id *)id;
+}
+
+/* event_channel.c */
+struct uro_cm_channel {
+	struct rdma_event_channel ch; /* fd: an eventfd counting queued events */
+	pthread_mutex_t lock;
+	struct uro_cm_event *head, *tail;
+};
+
+struct uro_cm_event {
+	struct rdma_cm_event ev;
+	struct uro_cm_event *next;
+	uint8_t pdata[URO_PDATA_MAX];
+};
+
+void uro_cm_post(struct uro_cm_id *id, enum rdma_cm_event_type type, int status, const void *pdata,
+		 uint8_t pdata_len, struct rdma_cm_id *listen_id);
+struct uro_cm_event *uro_cm_event_new(struct uro_cm_id *id, enum rdma_cm_event_type type,
+				      int status, const void *pdata, uint8_t pdata_len);
+void uro_cm_queue(struct uro_cm_channel *c, struct uro_cm_event *e);
+/* A synchronous id's verb waits for its next event: 0 if it is want.
+ * The event stays on the id it names (id->event); *out gets it too. */
+int uro_cm_wait(struct uro_cm_id *id, enum rdma_cm_event_type want);
+int uro_cm_wait_for(struct uro_cm_id *id, enum rdma_cm_event_type want, struct rdma_cm_event **out);
+
+/* cm_id.c */
+struct uro_cm_id *uro_cm_id_new(struct rdma_event_channel *ch, void *context,
+				enum rdma_port_space ps, enum ibv_qp_type qpt);
+void uro_cm_id_free(struct uro_cm_id *id);
+
+/* device.c: one verbs context per uroce device, shared by every id. */
+struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr);
+int uro_cm_fill_route(struct uro_cm_id *id);
+
+/* cm_qp.c */
+int uro_cm_qp_attr(struct uro_cm_id *id, struct ibv_qp_attr *a, int *mask);
+int uro_cm_qp_to_rtr_rts(struct uro_cm_id *id);
+int uro_cm_qp_to_error(struct uro_cm_id *id);
+
+/* wire.c and cm_thread.c */
+enum uro_cm_msg_type {
+	MSG_REQ = 1,
+	MSG_REP,
+	MSG_RTU,
+	MSG_REJ,
+	MSG_DREQ,
+	MSG_DREP,
+	MSG_SIDR_REQ,
+	MSG_SIDR_REP,
+};
+
+struct uro_cm_msg {
+	uint32_t magic;
+	uint8_t type;
+	uint8_t pdata_len;
+	uint16_t status;
+	struct uro_cm_peer peer;
+	uint8_t pdata[URO_PDATA_MAX];
+};
+
+int uro_cm_send(int sock, enum uro_cm_msg_type type, const struct uro_cm_peer *peer,
+		uint16_t status, const void *pdata, uint8_t pdata_len);
+int uro_cm_recv(int sock, struct uro_cm_msg *m);
+/* The CM lock orders the CM thread and the verbs that change an id's
+ * state or socket; watch/unwatch are called with it held. */
+void uro_cm_lock(void);
+void uro_cm_unlock(void);
+int uro_cm_watch(struct uro_cm_id *id); /* the CM thread reads id->sock */
+void uro_cm_unwatch(struct uro_cm_id *id);
+
+/* rdma_cm's errno convention: -1 with errno set. */
+static inline int uro_cm_err(int err)
+{
+	errno = err;
+	return -1;
+}
+
+#endif

@@ -1,0 +1,157 @@
+/* Connection identifiers: rdma_create_id(3), rdma_destroy_id(3),
+ * rdma_migrate_id(3), rdma_set_option(3) and the address getters. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm.h"
+
+struct uro_cm_id *uro_cm_id_new(struct rdma_event_channel *ch, void *context,
+				enum rdma_port_space ps, enum ibv_qp_type qpt)
+{
+	struct uro_cm_id *id = calloc(1, sizeof(*id));
+
+	if (!id)
+		return NULL;
+	/* Without a channel the id is synchronous: it has one of its own. */
+	if (!ch) {
+		ch = rdma_create_event_channel();
+		if (!ch) {
+			free(id);
+			return NULL;
+		}
+		id->sync = 1;
+	}
+	id->chan = (struct uro_cm_channel *)ch;
+	id->id.channel = ch;
+	id->id.context = context;
+	id->id.ps = ps;
+	id->id.qp_type = qpt;
+	id->sock = -1;
+	id->psn = (uint32_t)random() & 0xffffff;
+	pthread_mutex_init(&id->lock, NULL);
+	pthread_cond_init(&id->cond, NULL);
+	return id;
+}
+
+void uro_cm_id_free(struct uro_cm_id *id)
+{
+	if (id->sync)
+		rdma_destroy_event_channel(&id->chan->ch);
+	pthread_mutex_destroy(&id->lock);
+	pthread_cond_destroy(&id->cond);
+	free(id);
+}
+
+static int qp_type_of(enum rdma_port_space ps, enum ibv_qp_type *qpt)
+{
+	switch (ps) {
+	case RDMA_PS_TCP:
+	case RDMA_PS_IB:
+		*qpt = IBV_QPT_RC;
+		return 0;
+	case RDMA_PS_UDP:
+	case RDMA_PS_IPOIB:
+		*qpt = IBV_QPT_UD;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+URO_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
+			      void *context, enum rdma_port_space ps)
+{
+	enum ibv_qp_type qpt;
+	struct uro_cm_id *cm;
+
+	if (!id || qp_type_of(ps, &qpt))
+		return uro_cm_err(EINVAL);
+	cm = uro_cm_id_new(channel, context, ps, qpt);
+	if (!cm)
+		return uro_cm_err(ENOMEM);
+	*id = &cm->id;
+	return 0;
+}
+
+URO_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct uro_cm_id *cm = to_cm(id);
+
+	uro_cm_lock();
+	uro_cm_unwatch(cm);
+	if (cm->sock >= 0)
+		close(cm->sock);
+	cm->sock = -1;
+	cm->state = CM_DISCONNECTED;
+	uro_cm_unlock();
+	if (id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
+	/* An event still queued for the id names it: it goes when its events
+	 * are acknowledged (rdma_destroy_id(3) waits for them). */
+	pthread_mutex_lock(&cm->lock);
+	while (cm->pending_events && !cm->sync)
+		pthread_cond_wait(&cm->cond, &cm->lock);
+	pthread_mutex_unlock(&cm->lock);
+	uro_cm_id_free(cm);
+	return 0;
+}
+
+URO_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+{
+	struct uro_cm_id *cm = to_cm(id);
+	struct uro_cm_channel *old = cm->chan;
+	int was_sync = cm->sync;
+
+	if (!channel) {
+		channel = rdma_create_event_channel();
+		if (!channel)
+			return -1;
+		cm->sync = 1;
+	} else {
+		cm->sync = 0;
+	}
+	uro_cm_lock();
+	cm->chan = (struct uro_cm_channel *)channel;
+	id->channel = channel;
+	uro_cm_unlock();
+	if (was_sync)
+		rdma_destroy_event_channel(&old->ch);
+	return 0;
+}
+
+/* rdma_set_option(3): the id options a uroce port honours or has no use
+ * for; anything else is unknown to it. */
+URO_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+			       size_t optlen)
+{
+	(void)id;
+	if (!optval || !optlen)
+		return uro_cm_err(EINVAL);
+	if (level == RDMA_OPTION_ID &&
+	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
+	     optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+		return 0;
+	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+		return 0;
+	return uro_cm_err(ENOSYS);
+}
+
+static __be16 port_of(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)sa)->sin6_port;
+	return ((const struct sockaddr_in *)sa)->sin_port;
+}
+
+URO_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return port_of(&id->route.addr.src_addr);
+}
+
+URO_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return port_of(&id->route.addr.dst_addr);
+}

@@ -1,0 +1,287 @@
+/* QPs on an id: rdma_create_qp(3), rdma_destroy_qp(3), rdma_create_srq(3),
+ * rdma_init_qp_attr(3). The CM moves a connected QP through its states as
+ * librdmacm does: INIT when created, RTR and RTS when the connection is
+ * made, ERR when it ends. */
+#include <string.h>
+
+#include "cm.h"
+
+static int own_gid_index(struct rdma_cm_id *id, const union ibv_gid *gid)
+{
+	for (int i = 0; i < 16; i++) {
+		union ibv_gid g;
+
+		if (ibv_query_gid(id->verbs, id->port_num, i, &g) == 0 &&
+		    !memcmp(&g, gid, sizeof(g)))
+			return i;
+	}
+	return 0;
+}
+
+static void init_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
+{
+	a->pkey_index = 0;
+	a->port_num = cm->id.port_num;
+	*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	if (cm->id.qp_type == IBV_QPT_UD) {
+		a->qkey = URO_UDP_QKEY;
+		*mask |= IBV_QP_QKEY;
+	} else {
+		a->qp_access_flags =
+		    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		*mask |= IBV_QP_ACCESS_FLAGS;
+	}
+}
+
+static int rtr_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
+{
+	struct rdma_cm_id *id = &cm->id;
+	struct ibv_port_attr port;
+
+	*mask = IBV_QP_STATE;
+	if (id->qp_type == IBV_QPT_UD)
+		return 0;
+	if (ibv_query_port(id->verbs, id->port_num, &port))
+		return -1;
+	a->path_mtu = port.active_mtu;
+	a->dest_qp_num = cm->peer.qpn;
+	a->rq_psn = cm->peer.psn;
+	a->max_dest_rd_atomic = cm->param.responder_resources ? cm->param.responder_resources : 1;
+	a->min_rnr_timer = 12;
+	a->ah_attr.port_num = id->port_num;
+	a->ah_attr.dlid = cm->peer.lid;
+	a->ah_attr.is_global = port.link_layer == IBV_LINK_LAYER_ETHERNET || !cm->peer.lid;
+	a->ah_attr.grh.dgid = cm->peer.gid;
+	a->ah_attr.grh.sgid_index = (uint8_t)own_gid_index(id, &cm->path.sgid);
+	a->ah_attr.grh.hop_limit = 64;
+	*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+		 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	return 0;
+}
+
+static void rts_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
+{
+	a->sq_psn = cm->psn;
+	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (cm->id.qp_type == IBV_QPT_UD)
+		return;
+	a->timeout = 14;
+	a->retry_cnt = cm->peer.retry_count ? cm->peer.retry_count : 7;
+	a->rnr_retry = cm->param.rnr_retry_count;
+	a->max_rd_atomic = cm->param.initiator_depth ? cm->param.initiator_depth : 1;
+	*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
+/* The attributes for a->qp_state (rdma_init_qp_attr(3)). */
+int uro_cm_qp_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
+{
+	enum ibv_qp_state want = a->qp_state;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = want;
+	switch (want) {
+	case IBV_QPS_INIT:
+		init_attr(cm, a, mask);
+		return 0;
+	case IBV_QPS_RTR:
+		return rtr_attr(cm, a, mask);
+	case IBV_QPS_RTS:
+		rts_attr(cm, a, mask);
+		return 0;
+	default:
+		*mask = IBV_QP_STATE;
+		return 0;
+	}
+}
+
+static int move(struct uro_cm_id *cm, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr a = {.qp_state = state};
+	int mask, err;
+
+	if (uro_cm_qp_attr(cm, &a, &mask))
+		return -1;
+	err = ibv_modify_qp(cm->id.qp, &a, mask);
+	return err ? uro_cm_err(err) : 0;
+}
+
+int uro_cm_qp_to_rtr_rts(struct uro_cm_id *cm)
+{
+	return move(cm, IBV_QPS_RTR) || move(cm, IBV_QPS_RTS) ? -1 : 0;
+}
+
+int uro_cm_qp_to_error(struct uro_cm_id *cm)
+{
+	return move(cm, IBV_QPS_ERR);
+}
+
+URO_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
+				 int *qp_attr_mask)
+{
+	if (!id->verbs || !qp_attr || !qp_attr_mask)
+		return uro_cm_err(EINVAL);
+	return uro_cm_qp_attr(to_cm(id), qp_attr, qp_attr_mask) ? uro_cm_err(EINVAL) : 0;
+}
+
+/* The CQs and channels librdmacm makes when the caller gives none; the
+ * rdma_verbs.h helpers wait on them. */
+static int make_cqs(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *a)
+{
+	if (!a->send_cq) {
+		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+		id->send_cq = id->send_cq_channel
+				  ? ibv_create_cq(id->verbs, (int)(a->cap.max_send_wr + 1), id,
+						  id->send_cq_channel, 0)
+				  : NULL;
+		if (!id->send_cq)
+			return -1;
+		a->send_cq = id->send_cq;
+		to_cm(id)->own_cqs |= 1;
+	}
+	if (!a->recv_cq) {
+		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+		id->recv_cq = id->recv_cq_channel
+				  ? ibv_create_cq(id->verbs, (int)(a->cap.max_recv_wr + 1), id,
+						  id->recv_cq_channel, 0)
+				  : NULL;
+		if (!id->recv_cq)
+			return -1;
+		a->recv_cq = id->recv_cq;
+		to_cm(id)->own_cqs |= 2;
+	}
+	return 0;
+}
+
+static void free_cqs(struct rdma_cm_id *id)
+{
+	struct uro_cm_id *cm = to_cm(id);
+
+	if (cm->own_cqs & 1) {
+		ibv_destroy_cq(id->send_cq);
+		ibv_destroy_comp_channel(id->send_cq_channel);
+		id->send_cq = NULL;
+		id->send_cq_channel = NULL;
+	}
+	if (cm->own_cqs & 2) {
+		ibv_destroy_cq(id->recv_cq);
+		ibv_destroy_comp_channel(id->recv_cq_channel);
+		id->recv_cq = NULL;
+		id->recv_cq_channel = NULL;
+	}
+	cm->own_cqs = 0;
+}
+
+URO_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+	struct uro_cm_id *cm = to_cm(id);
+	struct ibv_qp *qp;
+
+	if (!id->verbs || !attr || id->qp)
+		return uro_cm_err(EINVAL);
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+	}
+	if (!attr->pd || attr->pd->context != id->verbs)
+		return uro_cm_err(EINVAL);
+	if (!attr->srq)
+		attr->srq = id->srq;
+	attr->qp_type = id->qp_type;
+	if (make_cqs(id, attr)) {
+		free_cqs(id);
+		return uro_cm_err(ENOMEM);
+	}
+	qp = ibv_create_qp_ex(id->verbs, attr);
+	if (!qp) {
+		int err = errno;
+
+		free_cqs(id);
+		return uro_cm_err(err);
+	}
+	id->qp = qp;
+	id->pd = attr->pd;
+	/* INIT now; a UD QP needs no peer to be ready for traffic. */
+	if (move(cm, IBV_QPS_INIT) ||
+	    (id->qp_type == IBV_QPT_UD && (move(cm, IBV_QPS_RTR) || move(cm, IBV_QPS_RTS)))) {
+		int err = errno;
+
+		ibv_destroy_qp(qp);
+		id->qp = NULL;
+		free_cqs(id);
+		return uro_cm_err(err);
+	}
+	return 0;
+}
+
+URO_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			      struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex ax;
+	int rc;
+
+	if (!qp_init_attr)
+		return uro_cm_err(EINVAL);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, qp_init_attr, sizeof(*qp_init_attr));
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ax.pd = pd ? pd : id->pd;
+	rc = rdma_create_qp_ex(id, &ax);
+	if (!rc) {
+		qp_init_attr->send_cq = ax.send_cq;
+		qp_init_attr->recv_cq = ax.recv_cq;
+		qp_init_attr->srq = ax.srq;
+		qp_init_attr->cap = ax.cap;
+	}
+	return rc;
+}
+
+URO_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	if (!id->qp)
+		return;
+	ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+	free_cqs(id);
+}
+
+URO_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+
+	if (!id->verbs || !attr)
+		return uro_cm_err(EINVAL);
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	srq = attr->pd ? ibv_create_srq_ex(id->verbs, attr) : NULL;
+	if (!srq)
+		return attr->pd ? -1 : uro_cm_err(EINVAL);
+	id->srq = srq;
+	id->pd = attr->pd;
+	return 0;
+}
+
+URO_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ax;
+	int rc;
+
+	memset(&ax, 0, sizeof(ax));
+	ax.srq_context = attr->srq_context;
+	ax.attr = attr->attr;
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_PD;
+	ax.pd = pd ? pd : id->pd;
+	rc = rdma_create_srq_ex(id, &ax);
+	if (!rc)
+		attr->attr = ax.attr;
+	return rc;
+}
+
+URO_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (id->srq)
+		ibv_destroy_srq(id->srq);
+	id->srq = NULL;
+}

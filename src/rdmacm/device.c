@@ -1,0 +1,183 @@
+/* Which uroce device an IP address belongs to, and the verbs contexts
+ * librdmacm shares among all its ids (rdma_get_devices(3)). An address
+ * belongs to the device bound to the netdev that carries it, as with
+ * Soft-RoCE. */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm.h"
+#include "config.h"
+
+/* One context per device for the life of the process: ids point at them
+ * and programs compare id->verbs with what rdma_get_devices returned. */
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibv_context *contexts[URO_MAX_LINKS];
+static char names[URO_MAX_LINKS][URO_NAME_MAX];
+
+static struct ibv_context *context_named(const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	int i;
+
+	pthread_mutex_lock(&devices_lock);
+	for (i = 0; i < URO_MAX_LINKS && names[i][0]; i++)
+		if (!strcmp(names[i], name)) {
+			ctx = contexts[i];
+			goto out;
+		}
+	if (i == URO_MAX_LINKS)
+		goto out;
+	list = ibv_get_device_list(NULL);
+	for (int d = 0; list && list[d]; d++)
+		if (!strcmp(ibv_get_device_name(list[d]), name))
+			ctx = ibv_open_device(list[d]);
+	ibv_free_device_list(list);
+	if (ctx) {
+		contexts[i] = ctx;
+		snprintf(names[i], sizeof(names[i]), "%s", name);
+	}
+out:
+	pthread_mutex_unlock(&devices_lock);
+	return ctx;
+}
+
+URO_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context **out;
+	int n = 0;
+
+	if (num_devices)
+		*num_devices = 0;
+	if (!list)
+		return NULL;
+	for (; list[n]; n++)
+		;
+	out = calloc((size_t)n + 1, sizeof(*out));
+	for (int i = 0, k = 0; out && i < n; i++) {
+		struct ibv_context *c = context_named(ibv_get_device_name(list[i]));
+
+		if (c)
+			out[k++] = c;
+		if (num_devices && c)
+			(*num_devices)++;
+	}
+	ibv_free_device_list(list);
+	return out;
+}
+
+URO_EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+	free(list); /* the contexts stay: they are shared */
+}
+
+static int same_ip(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return 0;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+}
+
+/* The netdev carrying a local address: exact, or anywhere in 127/8 on lo. */
+static int netdev_of(const struct sockaddr *addr, char *ifname)
+{
+	struct ifaddrs *list;
+	int found = 0;
+
+	if (addr->sa_family == AF_INET &&
+	    (ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr) >> 24) == 127) {
+		strcpy(ifname, "lo");
+		return 1;
+	}
+	if (getifaddrs(&list))
+		return 0;
+	for (struct ifaddrs *i = list; i && !found; i = i->ifa_next)
+		if (i->ifa_addr && same_ip(i->ifa_addr, addr)) {
+			snprintf(ifname, IFNAMSIZ, "%s", i->ifa_name);
+			found = 1;
+		}
+	freeifaddrs(list);
+	return found;
+}
+
+static const struct uro_link *link_on(const struct uro_config *cfg, const char *ifname)
+{
+	for (int i = 0; i < cfg->n; i++)
+		if (!strcmp(cfg->links[i].netdev, ifname))
+			return &cfg->links[i];
+	return NULL;
+}
+
+/* The context of the device bound to the netdev of a local address, or
+ * NULL (errno ENODEV) when no uroce device is. */
+struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr)
+{
+	char path[4096], err[512], ifname[IFNAMSIZ];
+	struct uro_config cfg;
+	const struct uro_link *l;
+	struct ibv_context *ctx;
+
+	if (!netdev_of(addr, ifname) || uro_config_path(path, sizeof(path)) ||
+	    uro_config_load(path, &cfg, err, sizeof(err)) || !(l = link_on(&cfg, ifname))) {
+		errno = ENODEV;
+		return NULL;
+	}
+	ctx = context_named(l->name);
+	if (!ctx)
+		errno = ENODEV;
+	return ctx;
+}
+
+static void addr_gid(const struct sockaddr *sa, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (sa->sa_family == AF_INET) {
+		gid->raw[10] = gid->raw[11] = 0xff;
+		memcpy(gid->raw + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else {
+		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	}
+}
+
+/* The route of a resolved id: one path between its GIDs (a RoCE path is
+ * its IP addresses as GIDs; an IB port's is its GID and LID). */
+int uro_cm_fill_route(struct uro_cm_id *cm)
+{
+	struct rdma_cm_id *id = &cm->id;
+	struct ibv_sa_path_rec *p = &cm->path;
+	struct ibv_port_attr port;
+
+	if (ibv_query_port(id->verbs, 1, &port))
+		return -1;
+	memset(p, 0, sizeof(*p));
+	if (port.link_layer == IBV_LINK_LAYER_INFINIBAND) {
+		ibv_query_gid(id->verbs, 1, 0, &p->sgid);
+		p->dgid = p->sgid; /* on one host, the same fabric port */
+		p->slid = p->dlid = htons(port.lid);
+	} else {
+		addr_gid(&id->route.addr.src_addr, &p->sgid);
+		addr_gid(&id->route.addr.dst_addr, &p->dgid);
+	}
+	p->pkey = htons(0xffff);
+	p->mtu = (uint8_t)port.active_mtu;
+	p->rate = IBV_RATE_100_GBPS;
+	p->hop_limit = 64;
+	p->numb_path = 1;
+	p->packet_life_time = 14;
+	id->route.addr.addr.ibaddr.sgid = p->sgid;
+	id->route.addr.addr.ibaddr.dgid = p->dgid;
+	id->route.addr.addr.ibaddr.pkey = p->pkey;
+	id->route.path_rec = p;
+	id->route.num_paths = 1;
+	return 0;
+}
