@@ -19,6 +19,7 @@
 #define URO_MAX_SGE	    32
 #define URO_MAX_CQE	    ((1 << 20) - 1)
 #define URO_MAX_INLINE	    256
+#define URO_MIN_INLINE	    64 /* what a QP gets even when it asks for less */
 #define URO_MAX_RD_ATOMIC   16
 #define URO_MAX_MSG_SZ	    (1u << 31)
 #define URO_GID_TBL_LEN	    16

@@ -73,7 +73,6 @@ struct uro_cm_id {
 	struct uro_cm_id *listener;   /* for a request's id */
 	struct ibv_sa_path_rec path;
 	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep's, for get_request */
-	int own_pd;			  /* rdma_create_qp allocated id.pd */
 	int own_cqs;			  /* ... and the CQs and channels */
 	unsigned pending_events;	  /* queued, not yet acknowledged */
 	void *watch;			  /* the CM thread's entry for sock */
@@ -117,6 +116,7 @@ void uro_cm_id_free(struct uro_cm_id *id);
 
 /* device.c: one verbs context per uroce device, shared by every id. */
 struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr);
+struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx);
 int uro_cm_fill_route(struct uro_cm_id *id);
 
 /* cm_qp.c */

@@ -179,14 +179,18 @@ URO_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 	if (!id->verbs || !attr || id->qp)
 		return uro_cm_err(EINVAL);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-		attr->pd = id->pd;
+		attr->pd = id->pd ? id->pd : uro_cm_default_pd(id->verbs);
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
 	if (!attr->pd || attr->pd->context != id->verbs)
 		return uro_cm_err(EINVAL);
 	if (!attr->srq)
 		attr->srq = id->srq;
-	attr->qp_type = id->qp_type;
+	/* The type asked for, else the port space's; XRC is refused by the
+	 * device (EOPNOTSUPP), not turned into something else. */
+	if (!attr->qp_type)
+		attr->qp_type = id->qp_type;
+	id->qp_type = attr->qp_type;
 	if (make_cqs(id, attr)) {
 		free_cqs(id);
 		return uro_cm_err(ENOMEM);
@@ -251,7 +255,7 @@ URO_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_att
 	if (!id->verbs || !attr)
 		return uro_cm_err(EINVAL);
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
-		attr->pd = id->pd;
+		attr->pd = id->pd ? id->pd : uro_cm_default_pd(id->verbs);
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
 	}
 	srq = attr->pd ? ibv_create_srq_ex(id->verbs, attr) : NULL;

@@ -33,6 +33,16 @@ static void my_side(struct uro_cm_id *cm, struct uro_cm_peer *me)
 		me->lid = port.lid;
 }
 
+/* The CM connection is done with: stop reading it and close it (called
+ * with the CM lock held). */
+static void hang_up(struct uro_cm_id *cm)
+{
+	uro_cm_unwatch(cm);
+	if (cm->sock >= 0)
+		close(cm->sock);
+	cm->sock = -1;
+}
+
 URO_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct uro_cm_id *cm = to_cm(id);
@@ -130,6 +140,8 @@ URO_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	cm->state = ud ? CM_CONNECTED : CM_ACCEPTING;
 	rc = uro_cm_send(cm->sock, ud ? MSG_SIDR_REP : MSG_REP, &me, 0,
 			 param ? param->private_data : NULL, param ? param->private_data_len : 0);
+	if (ud)
+		hang_up(cm); /* SIDR is one exchange: the datagram QP stays as it is */
 	uro_cm_unlock();
 	if (rc)
 		return uro_cm_err(ECONNRESET);
@@ -150,6 +162,7 @@ URO_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	rc = uro_cm_send(cm->sock, ud ? MSG_SIDR_REP : MSG_REJ, NULL, URO_REJ_CONSUMER_DEFINED,
 			 private_data, private_data_len);
 	cm->state = CM_DISCONNECTED;
+	hang_up(cm);
 	uro_cm_unlock();
 	return rc ? uro_cm_err(ECONNRESET) : 0;
 }

@@ -17,6 +17,7 @@
  * and programs compare id->verbs with what rdma_get_devices returned. */
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_context *contexts[URO_MAX_LINKS];
+static struct ibv_pd *default_pds[URO_MAX_LINKS];
 static char names[URO_MAX_LINKS][URO_NAME_MAX];
 
 static struct ibv_context *context_named(const char *name)
@@ -45,6 +46,25 @@ static struct ibv_context *context_named(const char *name)
 out:
 	pthread_mutex_unlock(&devices_lock);
 	return ctx;
+}
+
+/* The PD a QP gets when its creator names none (rdma_create_qp(3)): one
+ * per device, as librdmacm keeps it. */
+struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = NULL;
+
+	pthread_mutex_lock(&devices_lock);
+	for (int i = 0; i < URO_MAX_LINKS && names[i][0]; i++) {
+		if (contexts[i] != ctx)
+			continue;
+		if (!default_pds[i])
+			default_pds[i] = ibv_alloc_pd(ctx);
+		pd = default_pds[i];
+		break;
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return pd;
 }
 
 URO_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)

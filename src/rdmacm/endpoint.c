@@ -8,18 +8,12 @@
 
 #include "cm.h"
 
-/* A QP for the id, on the caller's PD or on one the endpoint owns. */
+/* A QP for the id, on the caller's PD or the device's default one. */
 static int ep_qp(struct rdma_cm_id *id, struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 {
 	struct ibv_qp_init_attr copy = *a;
 
-	if (!pd && !id->pd) {
-		id->pd = ibv_alloc_pd(id->verbs);
-		if (!id->pd)
-			return -1;
-		to_cm(id)->own_pd = 1;
-	}
-	return rdma_create_qp(id, pd ? pd : id->pd, &copy);
+	return rdma_create_qp(id, pd, &copy);
 }
 
 URO_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
@@ -34,6 +28,8 @@ URO_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 		return -1;
 	cm = to_cm(cid);
 	cid->pd = pd;
+	if (res->ai_qp_type)
+		cid->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 	if (res->ai_flags & RAI_PASSIVE) {
 		if (rdma_bind_addr(cid, res->ai_src_addr))
 			goto fail;
@@ -62,8 +58,6 @@ URO_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 
 	rdma_destroy_qp(id);
 	rdma_destroy_srq(id);
-	if (cm->own_pd && id->pd)
-		ibv_dealloc_pd(id->pd);
 	free(cm->ep_attr);
 	rdma_destroy_id(id);
 }

@@ -120,6 +120,11 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 	if (!qp)
 		return uro_fail_null(ENOMEM);
 	qp->cap = a->cap;
+	/* Like hardware drivers, round the inline capacity up and report what
+	 * the QP really has (ibv_create_qp(3)): programs send small inline
+	 * messages on QPs that asked for none. */
+	if (qp->cap.max_inline_data < URO_MIN_INLINE)
+		qp->cap.max_inline_data = URO_MIN_INLINE;
 	err = send_ops ? uro_qp_ex_init(qp, send_ops) : 0;
 	if (err)
 		return free_early(qp, err);
