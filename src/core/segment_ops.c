@@ -1,6 +1,9 @@
 #include "segment_ops.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -92,11 +95,34 @@ int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *ou
 	return 0;
 }
 
+/* A write to the pipe of a process that has just exited must fail with
+ * EPIPE, not kill the writer: SIGPIPE is blocked for this thread around it
+ * and one it raised is consumed (pipes have no MSG_NOSIGNAL). */
+static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_only, old;
+	struct timespec zero = {0, 0};
+	ssize_t n;
+	int err;
+
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+	n = write(fd, buf, len);
+	err = errno;
+	if (n < 0 && err == EPIPE)
+		while (sigtimedwait(&pipe_only, NULL, &zero) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return n;
+}
+
 static void write_pipe(struct uro_peer *p, int remote_fd, const void *buf, size_t len)
 {
 	int fd = remote_fd >= 0 ? uro_peer_pipe(p, remote_fd) : -1;
 
-	if (fd < 0 || write(fd, buf, len) != (ssize_t)len)
+	if (fd < 0 || write_nosigpipe(fd, buf, len) != (ssize_t)len)
 		uro_debug("cannot notify process %d (fd %d): %s", p->pid, remote_fd,
 			  strerror(errno));
 }

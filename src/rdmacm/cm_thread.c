@@ -18,11 +18,18 @@ struct watch {
 	struct uro_cm_id *id;	    /* a listener or a connection's id */
 	struct uro_cm_id *listener; /* an accepted socket before its REQ */
 	int sock;
+	int dead; /* dropped: its id may be gone */
+	struct watch *next_dead;
 };
 
 static pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int epfd = -1;
+/* The process whose thread reads epfd: a forked child inherits the fd but
+ * not the thread, and must not share its parent's epoll instance. */
+static pid_t thread_pid;
+/* Dropped watches, freed between epoll batches: an event epoll already
+ * returned may still name one, and must find it marked dead, not freed. */
+static struct watch *graveyard;
 
 static void arm(struct watch *w)
 {
@@ -36,7 +43,19 @@ static void drop(struct watch *w)
 	epoll_ctl(epfd, EPOLL_CTL_DEL, w->sock, NULL);
 	if (w->id)
 		w->id->watch = NULL;
-	free(w);
+	w->dead = 1;
+	w->next_dead = graveyard;
+	graveyard = w;
+}
+
+static void bury(void)
+{
+	while (graveyard) {
+		struct watch *w = graveyard;
+
+		graveyard = w->next_dead;
+		free(w);
+	}
 }
 
 static void ud_param(struct uro_cm_id *id, struct uro_cm_event *e, const struct uro_cm_msg *m)
@@ -275,7 +294,9 @@ static void *loop(void *arg)
 			struct uro_cm_msg m;
 
 			pthread_mutex_lock(&cm_lock);
-			if (w->id && w->id->state == CM_LISTEN)
+			if (w->dead)
+				; /* its id was destroyed after epoll returned */
+			else if (w->id && w->id->state == CM_LISTEN)
 				on_listener(w);
 			else if (uro_cm_recv(w->sock, &m))
 				on_hangup(w);
@@ -285,15 +306,25 @@ static void *loop(void *arg)
 				on_message(w, &m);
 			pthread_mutex_unlock(&cm_lock);
 		}
+		pthread_mutex_lock(&cm_lock);
+		bury();
+		pthread_mutex_unlock(&cm_lock);
 	}
 	return NULL;
 }
 
+/* Called with the CM lock held. */
 static void start(void)
 {
 	pthread_t t;
 	pthread_attr_t a;
 
+	if (epfd >= 0 && thread_pid == getpid())
+		return;
+	if (epfd >= 0)
+		close(epfd); /* the parent's; its registrations stay the parent's */
+	graveyard = NULL;    /* the parent's too */
+	thread_pid = getpid();
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
@@ -317,7 +348,7 @@ int uro_cm_watch(struct uro_cm_id *id)
 {
 	struct watch *w;
 
-	pthread_once(&once, start);
+	start();
 	w = calloc(1, sizeof(*w));
 	if (epfd < 0 || !w) {
 		free(w);

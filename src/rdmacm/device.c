@@ -19,6 +19,19 @@ static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_context *contexts[URO_MAX_LINKS];
 static struct ibv_pd *default_pds[URO_MAX_LINKS];
 static char names[URO_MAX_LINKS][URO_NAME_MAX];
+/* A forked child does not use its parent's contexts (ibv_fork_init(3)):
+ * its own registry slot and segment come with its own. */
+static pid_t owner;
+
+static void forget_parents(void)
+{
+	if (owner == getpid())
+		return;
+	memset(contexts, 0, sizeof(contexts));
+	memset(default_pds, 0, sizeof(default_pds));
+	memset(names, 0, sizeof(names));
+	owner = getpid();
+}
 
 static struct ibv_context *context_named(const char *name)
 {
@@ -27,6 +40,7 @@ static struct ibv_context *context_named(const char *name)
 	int i;
 
 	pthread_mutex_lock(&devices_lock);
+	forget_parents();
 	for (i = 0; i < URO_MAX_LINKS && names[i][0]; i++)
 		if (!strcmp(names[i], name)) {
 			ctx = contexts[i];
@@ -55,6 +69,7 @@ struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx)
 	struct ibv_pd *pd = NULL;
 
 	pthread_mutex_lock(&devices_lock);
+	forget_parents();
 	for (int i = 0; i < URO_MAX_LINKS && names[i][0]; i++) {
 		if (contexts[i] != ctx)
 			continue;

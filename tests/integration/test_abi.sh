@@ -11,6 +11,12 @@ d=$(diff <(sort "$want") <(printf '%s\n' "$got"))
 $d"
 soname=$(objdump -p "$lib" | awk '$1=="SONAME"{print $2}')
 [ "$soname" = "libibverbs.so.1" ] && ok || bad "SONAME is '$soname'"
+# librdmacm.so.1 likewise (tests/abi/librdmacm-44-exports.txt).
+cm=${RDMACM_LIB:?path to librdmacm.so.1}
+got_cm=$(objdump -T "$cm" | awk '$2~/g|w/ && ($4==".text"||$4==".data"||$4==".bss") {print $(NF-1), $NF}' | sort)
+d=$(diff <(sort "$(dirname "$0")/../abi/librdmacm-44-exports.txt") <(printf '%s\n' "$got_cm"))
+[ -z "$d" ] && ok || bad "librdmacm's exported symbols differ from rdma-core 44:
+$d"
 # Every private import of Debian's hardware providers is there.
 priv=$(dirname "$0")/../abi/private-imports-mlx5-efa.txt
 while read -r ver sym; do

@@ -1,0 +1,322 @@
+/* librdmacm's connection management through <rdma/rdma_cma.h>: rejection
+ * with private data, an address no device reaches, a listener or a peer
+ * killed, and 100 connect/disconnect cycles that leak no fd. The passive
+ * side is a forked process, as it would be in use. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+
+static int port;
+
+static struct sockaddr_in addr_of(int p)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* The next event, waiting at most ms; NULL on timeout. */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, ms) != 1 || rdma_get_cm_event(ch, &ev))
+		return NULL;
+	return ev;
+}
+
+static enum rdma_cm_event_type expect(struct rdma_event_channel *ch, int ms)
+{
+	struct rdma_cm_event *ev = next_event(ch, ms);
+	enum rdma_cm_event_type t;
+
+	if (!ev)
+		return (enum rdma_cm_event_type) - 1;
+	t = ev->event;
+	rdma_ack_cm_event(ev);
+	return t;
+}
+
+static struct ibv_qp_init_attr qp_attr(void)
+{
+	struct ibv_qp_init_attr a = {
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+	return a;
+}
+
+/* The passive side: what to do with each request. */
+enum server_mode { SERVE_REJECT, SERVE_ACCEPT, SERVE_STALL };
+
+static void serve(int p, enum server_mode mode, int ready_fd, int cycles)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listen;
+	struct sockaddr_in a = addr_of(p);
+	int done = 0;
+
+	if (!ch || rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(listen, (struct sockaddr *)&a) || rdma_listen(listen, 8) ||
+	    write(ready_fd, "r", 1) != 1)
+		_exit(1);
+	while (done < cycles) {
+		struct rdma_cm_event *ev;
+		struct ibv_qp_init_attr qa = qp_attr();
+		struct rdma_cm_id *id;
+
+		if (rdma_get_cm_event(ch, &ev))
+			_exit(2);
+		id = ev->id;
+		switch (ev->event) {
+		case RDMA_CM_EVENT_CONNECT_REQUEST:
+			rdma_ack_cm_event(ev);
+			if (mode == SERVE_STALL)
+				pause(); /* killed here, mid-connection */
+			if (mode == SERVE_REJECT) {
+				rdma_reject(id, "nope", 5);
+				rdma_destroy_id(id);
+				done++;
+				break;
+			}
+			if (rdma_create_qp(id, NULL, &qa) || rdma_accept(id, NULL))
+				_exit(3);
+			break;
+		case RDMA_CM_EVENT_DISCONNECTED:
+			rdma_ack_cm_event(ev);
+			rdma_destroy_qp(id);
+			rdma_destroy_id(id);
+			done++;
+			break;
+		default:
+			rdma_ack_cm_event(ev);
+			break;
+		}
+	}
+	rdma_destroy_id(listen);
+	rdma_destroy_event_channel(ch);
+	_exit(0);
+}
+
+static pid_t start_server(enum server_mode mode, int cycles)
+{
+	int fds[2];
+	char c;
+	pid_t pid;
+
+	port++;
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0)
+		serve(port, mode, fds[1], cycles);
+	close(fds[1]);
+	if (read(fds[0], &c, 1) != 1)
+		pid = -1;
+	close(fds[0]);
+	return pid;
+}
+
+/* Resolves, creates a QP and connects; returns the first event after
+ * connect (or -1), leaving the id in *out. */
+static int client_connect(struct rdma_event_channel *ch, struct rdma_cm_id **out,
+			  struct rdma_cm_event **ev_out)
+{
+	struct sockaddr_in a = addr_of(port);
+	struct ibv_qp_init_attr qa = qp_attr();
+	struct rdma_conn_param cp = {
+	    .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) ||
+	    expect(ch, 2000) != RDMA_CM_EVENT_ADDR_RESOLVED || rdma_resolve_route(id, 2000) ||
+	    expect(ch, 2000) != RDMA_CM_EVENT_ROUTE_RESOLVED || rdma_create_qp(id, NULL, &qa) ||
+	    rdma_connect(id, &cp))
+		return -1;
+	*out = id;
+	*ev_out = next_event(ch, 5000);
+	return *ev_out ? (int)(*ev_out)->event : -1;
+}
+
+static void test_rejected(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_REJECT, 1);
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+
+	CHECK_EQ(client_connect(ch, &id, &ev), RDMA_CM_EVENT_REJECTED);
+	if (ev) {
+		CHECK_EQ(ev->status, 28); /* IB CM: consumer-defined reject */
+		CHECK_EQ(ev->param.conn.private_data_len, 5);
+		CHECK(ev->param.conn.private_data &&
+		      !memcmp(ev->param.conn.private_data, "nope", 5));
+		rdma_ack_cm_event(ev);
+	}
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	waitpid(pid, NULL, 0);
+}
+
+static void test_no_listener(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+
+	port++; /* nobody listens here: an invalid service ID, IB CM reason 8 */
+	CHECK_EQ(client_connect(ch, &id, &ev), RDMA_CM_EVENT_REJECTED);
+	if (ev) {
+		CHECK_EQ(ev->status, 8);
+		rdma_ack_cm_event(ev);
+	}
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
+/* With no device on lo, 127.0.0.1 is an address no uroce device reaches. */
+static void test_addr_error(void)
+{
+	char conf[] = "/tmp/uroce-cm-XXXXXX";
+	int fd = mkstemp(conf);
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in a = addr_of(1);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	const char *old = getenv("UROCE_CONFIG");
+	char *saved = old ? strdup(old) : NULL;
+
+	close(fd); /* an empty configuration: no devices at all */
+	setenv("UROCE_CONFIG", conf, 1);
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 500), 0);
+	ev = next_event(ch, 1000);
+	CHECK(ev != NULL);
+	if (ev) {
+		CHECK_EQ(ev->event, RDMA_CM_EVENT_ADDR_ERROR);
+		CHECK(ev->status < 0);
+		rdma_ack_cm_event(ev);
+	}
+	/* A bind to it is refused at once. */
+	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), -1);
+	CHECK_EQ(errno, ENODEV);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	if (saved)
+		setenv("UROCE_CONFIG", saved, 1);
+	else
+		unsetenv("UROCE_CONFIG");
+	free(saved);
+	unlink(conf);
+}
+
+static void test_listener_killed(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_STALL, 1);
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+	struct sockaddr_in a = addr_of(port);
+	struct ibv_qp_init_attr qa = qp_attr();
+	struct rdma_conn_param cp = {.retry_count = 7};
+
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
+	CHECK_EQ(expect(ch, 2000), RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK_EQ(rdma_resolve_route(id, 2000), 0);
+	CHECK_EQ(expect(ch, 2000), RDMA_CM_EVENT_ROUTE_RESOLVED);
+	CHECK_EQ(rdma_create_qp(id, NULL, &qa), 0);
+	CHECK_EQ(rdma_connect(id, &cp), 0);
+	usleep(100000); /* the request is at the listener, unanswered */
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ev = next_event(ch, 5000);
+	CHECK(ev != NULL);
+	if (ev) {
+		CHECK_EQ(ev->event, RDMA_CM_EVENT_CONNECT_ERROR);
+		rdma_ack_cm_event(ev);
+	}
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
+static void test_peer_killed(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_ACCEPT, 1000);
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+
+	CHECK_EQ(client_connect(ch, &id, &ev), RDMA_CM_EVENT_ESTABLISHED);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
+	CHECK_EQ(id->qp->state, IBV_QPS_ERR);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void test_cycles(struct rdma_event_channel *ch)
+{
+	const int cycles = 100;
+	pid_t pid = start_server(SERVE_ACCEPT, cycles);
+	int fds_before = -1, ok = 0, status = 1;
+
+	for (int i = 0; i < cycles; i++) {
+		struct rdma_cm_event *ev = NULL;
+		struct rdma_cm_id *id = NULL;
+
+		if (client_connect(ch, &id, &ev) == RDMA_CM_EVENT_ESTABLISHED &&
+		    !rdma_disconnect(id)) {
+			rdma_ack_cm_event(ev);
+			ev = NULL;
+			ok += expect(ch, 5000) == RDMA_CM_EVENT_DISCONNECTED;
+		}
+		if (ev)
+			rdma_ack_cm_event(ev);
+		rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		if (i == 0)
+			fds_before = open_fds(); /* after the device is first opened */
+	}
+	CHECK_EQ(ok, cycles);
+	CHECK_EQ(open_fds(), fds_before);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	port = 21000 + getpid() % 20000;
+	if (!ch)
+		return 1;
+	test_rejected(ch);
+	test_no_listener(ch);
+	test_addr_error();
+	test_listener_killed(ch);
+	test_peer_killed(ch);
+	test_cycles(ch);
+	rdma_destroy_event_channel(ch);
+	return check_report();
+}
