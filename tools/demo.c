@@ -35,6 +35,7 @@ struct end {
 	uint32_t peer_rkey;
 	uint64_t peer_addr;
 	unsigned done[2]; /* completions polled, sends [0] and receives [1] */
+	unsigned want[2]; /* ...and how many the program has waited for */
 };
 
 struct wire {
@@ -194,14 +195,15 @@ static int post_recv(struct end *e, void *addr, uint32_t len)
 	return ibv_post_recv(e->qp, &wr, &bad);
 }
 
-/* Waits until n more completions of one kind (send or receive) have been
- * polled; completions of the other kind are counted, not lost. */
+/* Waits for n more completions of one kind (send or receive). Either
+ * kind may arrive first (a reply can land before the send's own
+ * completion), so both are counted against running totals. */
 static int wait_wc(struct end *e, int n, int recv)
 {
-	unsigned target = e->done[recv] + (unsigned)n;
 	struct ibv_wc wc;
 
-	while (e->done[recv] < target) {
+	e->want[recv] += (unsigned)n;
+	while (e->done[recv] < e->want[recv]) {
 		int got = ibv_poll_cq(e->cq, 1, &wc);
 
 		if (got < 0 || (got && wc.status != IBV_WC_SUCCESS)) {
