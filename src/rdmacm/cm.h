@@ -70,6 +70,7 @@ struct uro_cm_id {
 	uint32_t psn;
 	struct uro_cm_peer peer;
 	struct rdma_conn_param param; /* this side's, from connect or accept */
+	uint32_t qpn;		      /* the connection's QP, 0 before it has one */
 	struct uro_cm_id *listener;   /* for a request's id */
 	struct ibv_sa_path_rec path;
 	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep's, for get_request */
@@ -123,6 +124,7 @@ int uro_cm_fill_route(struct uro_cm_id *id);
 int uro_cm_qp_attr(struct uro_cm_id *id, struct ibv_qp_attr *a, int *mask);
 int uro_cm_qp_to_rtr_rts(struct uro_cm_id *id);
 int uro_cm_qp_to_error(struct uro_cm_id *id);
+void uro_cm_qp_error_by_num(uint32_t qpn);
 
 /* wire.c and cm_thread.c */
 enum uro_cm_msg_type {

@@ -2,9 +2,13 @@
  * rdma_init_qp_attr(3). The CM moves a connected QP through its states as
  * librdmacm does: INIT when created, RTR and RTS when the connection is
  * made, ERR when it ends. */
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cm.h"
+#include "peer.h"
+#include "segment_ops.h"
 
 static int own_gid_index(struct rdma_cm_id *id, const union ibv_gid *gid)
 {
@@ -115,6 +119,40 @@ int uro_cm_qp_to_error(struct uro_cm_id *cm)
 	return move(cm, IBV_QPS_ERR);
 }
 
+/* This process's segments, seen as any peer sees them (a QP moved to ERR
+ * there is flushed as when a responder errors it). Called with the CM
+ * lock held. */
+static struct uro_peer *own_segments[URO_MAX_SLOTS];
+
+void uro_cm_qp_error_by_num(uint32_t qpn)
+{
+	unsigned slot = (qpn & 0xffffff) >> URO_QPN_INDEX_BITS;
+	struct uro_peer *p;
+	struct uro_seg_qp *q;
+
+	if (slot == 0 || slot >= URO_MAX_SLOTS)
+		return;
+	p = own_segments[slot];
+	if (p && (p->pid != getpid() || __atomic_load_n(&p->hdr->closed, __ATOMIC_ACQUIRE))) {
+		uro_peer_detach(p);
+		free(p);
+		p = own_segments[slot] = NULL;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p || uro_peer_attach(p, NULL, slot) || p->pid != getpid()) {
+			if (p && p->base)
+				uro_peer_detach(p);
+			free(p);
+			return;
+		}
+		own_segments[slot] = p;
+	}
+	q = &p->qp[qpn & (URO_MAX_QP - 1)];
+	if (__atomic_load_n(&q->in_use, __ATOMIC_ACQUIRE) && q->qpn == qpn)
+		uro_qp_error(p, q);
+}
+
 URO_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 				 int *qp_attr_mask)
 {
@@ -204,6 +242,7 @@ URO_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 	}
 	id->qp = qp;
 	id->pd = attr->pd;
+	cm->qpn = qp->qp_num;
 	/* INIT now; a UD QP needs no peer to be ready for traffic. */
 	if (move(cm, IBV_QPS_INIT) ||
 	    (id->qp_type == IBV_QPT_UD && (move(cm, IBV_QPS_RTR) || move(cm, IBV_QPS_RTS)))) {

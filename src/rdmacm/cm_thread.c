@@ -141,13 +141,17 @@ refuse:
 	drop(w);
 }
 
+/* The connection's QP goes to ERR, flushing its receives, as the CM does
+ * on a disconnect. By number, on this process's published segment: a
+ * program may have destroyed the QP with ibv_destroy_qp behind the CM's
+ * back (rping does), and then there is nothing to move. */
 static void to_disconnected(struct uro_cm_id *id, struct watch *w)
 {
 	int was_connected = id->state == CM_CONNECTED;
 
 	id->state = CM_DISCONNECTED;
-	if (id->id.qp)
-		uro_cm_qp_to_error(id);
+	if (id->qpn)
+		uro_cm_qp_error_by_num(id->qpn);
 	if (was_connected)
 		uro_cm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0, NULL);
 	drop(w);

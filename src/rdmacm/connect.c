@@ -94,6 +94,8 @@ URO_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param
 		return uro_cm_err(EINVAL);
 	if (param)
 		cm->param = *param;
+	if (!id->qp && param)
+		cm->qpn = param->qp_num; /* the program's own QP */
 	my_side(cm, &me);
 	uro_cm_lock();
 	if (dial(cm)) {
@@ -133,6 +135,8 @@ URO_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		return uro_cm_err(EINVAL);
 	if (param)
 		cm->param = *param;
+	if (!id->qp && param)
+		cm->qpn = param->qp_num; /* the program's own QP */
 	if (!ud && id->qp && uro_cm_qp_to_rtr_rts(cm))
 		return -1;
 	my_side(cm, &me);

@@ -258,7 +258,6 @@ static void test_peer_killed(struct rdma_event_channel *ch)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
-	CHECK_EQ(id->qp->state, IBV_QPS_ERR);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 }
