@@ -75,7 +75,7 @@ struct uro_cm_id {
 	struct ibv_sa_path_rec path;
 	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep's, for get_request */
 	int own_cqs;			  /* ... and the CQs and channels */
-	unsigned pending_events;	  /* queued, not yet acknowledged */
+	unsigned pending_events;	  /* retrieved, not yet acknowledged */
 	void *watch;			  /* the CM thread's entry for sock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -97,6 +97,7 @@ struct uro_cm_channel {
 struct uro_cm_event {
 	struct rdma_cm_event ev;
 	struct uro_cm_event *next;
+	int dead; /* its id was destroyed before it was retrieved */
 	uint8_t pdata[URO_PDATA_MAX];
 };
 
@@ -105,6 +106,8 @@ void uro_cm_post(struct uro_cm_id *id, enum rdma_cm_event_type type, int status,
 struct uro_cm_event *uro_cm_event_new(struct uro_cm_id *id, enum rdma_cm_event_type type,
 				      int status, const void *pdata, uint8_t pdata_len);
 void uro_cm_queue(struct uro_cm_channel *c, struct uro_cm_event *e);
+/* The id's events not yet retrieved are dropped (rdma_destroy_id(3)). */
+void uro_cm_forget(struct uro_cm_id *id);
 /* A synchronous id's verb waits for its next event: 0 if it is want.
  * The event stays on the id it names (id->event); *out gets it too. */
 int uro_cm_wait(struct uro_cm_id *id, enum rdma_cm_event_type want);

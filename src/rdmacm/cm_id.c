@@ -89,8 +89,9 @@ URO_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;
 	}
-	/* An event still queued for the id names it: it goes when its events
-	 * are acknowledged (rdma_destroy_id(3) waits for them). */
+	/* Events retrieved must be acknowledged first (rdma_destroy_id(3)
+	 * waits for them); those not retrieved yet are dropped. */
+	uro_cm_forget(cm);
 	pthread_mutex_lock(&cm->lock);
 	while (cm->pending_events && !cm->sync)
 		pthread_cond_wait(&cm->cond, &cm->lock);

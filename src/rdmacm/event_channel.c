@@ -61,12 +61,8 @@ struct uro_cm_event *uro_cm_event_new(struct uro_cm_id *id, enum rdma_cm_event_t
 
 void uro_cm_queue(struct uro_cm_channel *c, struct uro_cm_event *e)
 {
-	struct uro_cm_id *id = to_cm(e->ev.id);
 	uint64_t one = 1;
 
-	pthread_mutex_lock(&id->lock);
-	id->pending_events++;
-	pthread_mutex_unlock(&id->lock);
 	pthread_mutex_lock(&c->lock);
 	if (c->tail)
 		c->tail->next = e;
@@ -89,6 +85,19 @@ void uro_cm_post(struct uro_cm_id *id, enum rdma_cm_event_type type, int status,
 	uro_cm_queue(id->chan, e);
 }
 
+void uro_cm_forget(struct uro_cm_id *id)
+{
+	struct uro_cm_channel *c = id->chan;
+
+	pthread_mutex_lock(&c->lock);
+	for (struct uro_cm_event *e = c->head; e; e = e->next)
+		if (e->ev.id == &id->id)
+			e->dead = 1;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Retrieving an event makes it count against its id until acknowledged;
+ * events of ids destroyed meanwhile are skipped. */
 URO_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct uro_cm_channel *c = (struct uro_cm_channel *)channel;
@@ -97,14 +106,22 @@ URO_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 
 	if (!event)
 		return uro_cm_err(EINVAL);
-	if (read(c->ch.fd, &one, sizeof(one)) != sizeof(one))
-		return -1; /* errno from read: EAGAIN on a non-blocking fd */
-	pthread_mutex_lock(&c->lock);
-	e = c->head;
-	c->head = e->next;
-	if (!c->head)
-		c->tail = NULL;
-	pthread_mutex_unlock(&c->lock);
+	for (;;) {
+		if (read(c->ch.fd, &one, sizeof(one)) != sizeof(one))
+			return -1; /* errno from read: EAGAIN on a non-blocking fd */
+		pthread_mutex_lock(&c->lock);
+		e = c->head;
+		c->head = e->next;
+		if (!c->head)
+			c->tail = NULL;
+		pthread_mutex_unlock(&c->lock);
+		if (!e->dead)
+			break;
+		free(e);
+	}
+	pthread_mutex_lock(&to_cm(e->ev.id)->lock);
+	to_cm(e->ev.id)->pending_events++;
+	pthread_mutex_unlock(&to_cm(e->ev.id)->lock);
 	*event = &e->ev;
 	return 0;
 }
