@@ -10,7 +10,6 @@ rm -f "$UROCE_CONFIG" # no file: the embedded default, uroce0 on lo
 if [ -n "${UROCE_PRELOAD:-}" ]; then export LD_PRELOAD=$UROCE_PRELOAD; fi
 fails=0
 passes=0
-trap 'rm -f "$UROCE_CONFIG" "$UROCE_CONFIG".tmp.*' EXIT
 
 ok() { passes=$((passes + 1)); }
 bad() { fails=$((fails + 1)); echo "FAIL: $*" >&2; }
@@ -23,6 +22,46 @@ expect_match() {
 # expect_status WANT GOT DESCRIPTION
 expect_status() {
 	if [ "$1" = "$2" ]; then ok; else bad "$3: exit status $2, expected $1"; fi
+}
+
+# Waits (bounded) until a server listens on TCP port $1.
+wait_listen() {
+	for _ in $(seq 100); do
+		ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# run_pair WHAT PORT "SERVER COMMAND" "CLIENT COMMAND" [forever]: the
+# server under uroce, then (once it listens on PORT) the client; both must
+# exit 0, or with "forever" the server must still be serving, and is then
+# stopped. Their output is left in $PAIR_DIR/srv and $PAIR_DIR/cli.
+PAIR_DIR=$(mktemp -d /tmp/uroce-pair-XXXXXX)
+trap 'rm -rf "$PAIR_DIR"; rm -f "$UROCE_CONFIG" "$UROCE_CONFIG".tmp.*' EXIT
+run_pair() {
+	local what=$1 p=$2 srv_cmd=$3 cli_cmd=$4 forever=${5:-} cst sst=0
+	timeout $T "$UROCE" run $srv_cmd >"$PAIR_DIR/srv" 2>&1 &
+	local srv=$!
+	wait_listen "$p" || bad "$what: the server never listened"
+	timeout $T "$UROCE" run $cli_cmd >"$PAIR_DIR/cli" 2>&1
+	cst=$?
+	if [ -n "$forever" ]; then
+		kill -0 $srv 2>/dev/null || sst=1
+		kill $srv 2>/dev/null
+		wait $srv 2>/dev/null
+	else
+		wait $srv
+		sst=$?
+	fi
+	if [ $cst -eq 0 ] && [ $sst -eq 0 ]; then
+		ok
+		return 0
+	fi
+	bad "$what: client $cst, server $sst"
+	tail -5 "$PAIR_DIR/cli" | sed 's/^/    client| /' >&2
+	tail -5 "$PAIR_DIR/srv" | sed 's/^/    server| /' >&2
+	return 1
 }
 
 finish() {

@@ -5,36 +5,14 @@
 T=${T:-60}
 port=$((20000 + ($$ % 5000)))
 
-wait_listen() { # wait_listen PORT: until a server listens on it (bounded)
-	for _ in $(seq 100); do
-		ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-# pair DESCRIPTION PROGRAM ARGS...: both sides must exit 0.
+# pair DESCRIPTION PROGRAM ARGS...: both sides exit 0 and report.
 pair() {
-	local what=$1; shift
+	local what=$1
+	shift
 	port=$((port + 1))
-	timeout $T "$UROCE" run "$@" -p $port >"$tmp/srv" 2>&1 &
-	local srv=$!
-	wait_listen $port || bad "$what: the server never listened"
-	timeout $T "$UROCE" run "$@" -p $port 127.0.0.1 >"$tmp/cli" 2>&1
-	local cst=$?
-	wait $srv
-	local sst=$?
-	if [ $cst -eq 0 ] && [ $sst -eq 0 ] && grep -q 'iters in' "$tmp/cli"; then
-		ok
-	else
-		bad "$what: client $cst, server $sst"
-		sed 's/^/    client| /' "$tmp/cli" >&2
-		sed 's/^/    server| /' "$tmp/srv" >&2
-	fi
+	run_pair "$what" $port "$* -p $port" "$* -p $port 127.0.0.1" &&
+		expect_match "$(cat "$PAIR_DIR/cli")" 'iters in' "$what reports"
 }
-
-tmp=$(mktemp -d /tmp/uroce-pp-XXXXXX)
-trap 'rm -rf "$tmp"; rm -f "$UROCE_CONFIG"' EXIT
 
 for ev in "" "-e"; do
 	for s in 1 4096 65536 1048576; do
@@ -58,7 +36,7 @@ rm -f "$UROCE_CONFIG"
 
 # On a RoCE device, an address without a GRH is refused, as RoCE NICs do.
 port=$((port + 1))
-timeout 10 "$UROCE" run ibv_rc_pingpong -p $port >"$tmp/srv" 2>&1 &
+timeout 10 "$UROCE" run ibv_rc_pingpong -p $port >"$PAIR_DIR/srv" 2>&1 &
 srv=$!
 wait_listen $port
 out=$(timeout 10 "$UROCE" run ibv_rc_pingpong -p $port 127.0.0.1 2>&1); st=$?
@@ -66,7 +44,7 @@ wait $srv
 sst=$?
 [ $st -ne 0 ] && [ $sst -ne 0 ] && ok || bad "rc without -g on RoCE succeeded"
 out="$out
-$(cat "$tmp/srv")"
+$(cat "$PAIR_DIR/srv")"
 expect_match "$out" 'RoCE port: an address needs a GRH' "the refusal says why"
 expect_match "$out" 'Failed to modify QP to RTR' "the program sees RTR fail"
 finish

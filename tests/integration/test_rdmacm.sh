@@ -4,42 +4,12 @@
 . "$(dirname "$0")/lib.sh"
 T=${T:-60}
 port=$((25000 + ($$ % 5000)))
-tmp=$(mktemp -d /tmp/uroce-cm-XXXXXX)
-trap 'rm -rf "$tmp"; rm -f "$UROCE_CONFIG"' EXIT
 
-wait_listen() {
-	for _ in $(seq 100); do
-		ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-# pair DESCRIPTION "SERVER ARGS" "CLIENT ARGS" [server-runs-forever]
-# PORT in the arguments becomes a fresh port; FIXED=N names a program's
-# own fixed port instead.
+# pair DESCRIPTION "SERVER ARGS" "CLIENT ARGS" [forever]: PORT in the
+# arguments becomes a fresh port; FIXED=N names a program's own fixed port.
 pair() {
-	local what=$1 srv_args=$2 cli_args=$3 forever=${4:-}
 	local p=${FIXED:-$((port += 1))}
-	timeout $T "$UROCE" run ${srv_args//PORT/$p} >"$tmp/srv" 2>&1 &
-	local srv=$!
-	wait_listen $p || bad "$what: the server never listened"
-	timeout $T "$UROCE" run ${cli_args//PORT/$p} >"$tmp/cli" 2>&1
-	local cst=$? sst=0
-	if [ -n "$forever" ]; then
-		# cmtime's server serves until it is stopped, on any rdma_cm.
-		kill -0 $srv 2>/dev/null || sst=1
-		kill $srv 2>/dev/null
-		wait $srv 2>/dev/null
-	else
-		wait $srv
-		sst=$?
-	fi
-	if [ $cst -eq 0 ] && [ $sst -eq 0 ]; then ok; else
-		bad "$what: client $cst, server $sst"
-		sed 's/^/    client| /' "$tmp/cli" | tail -5 >&2
-		sed 's/^/    server| /' "$tmp/srv" | tail -5 >&2
-	fi
+	run_pair "$1" "$p" "${2//PORT/$p}" "${3//PORT/$p}" ${4:-}
 }
 
 pair "rping -V -C 200" "rping -s -a 127.0.0.1 -p PORT -V -C 200" "rping -c -a 127.0.0.1 -p PORT -V -C 200"
@@ -48,16 +18,16 @@ pair "rping -S 65535" "rping -s -a 127.0.0.1 -p PORT -V -C 50 -S 65535" "rping -
 # -q: rping moves its own QP (CONNECT_RESPONSE, then rdma_establish).
 pair "rping -q" "rping -s -a 127.0.0.1 -p PORT -q -V -C 100" "rping -c -a 127.0.0.1 -p PORT -q -V -C 100"
 pair "ucmatose -c 8 -C 100" "ucmatose -p PORT -c 8 -C 100" "ucmatose -s 127.0.0.1 -p PORT -c 8 -C 100"
-expect_match "$(cat "$tmp/cli")" '^return status 0$' "ucmatose status"
+expect_match "$(cat "$PAIR_DIR/cli")" '^return status 0$' "ucmatose status"
 # udaddy's -p is its port space; it always uses port 7174.
 FIXED=7174 pair "udaddy -c 4" "udaddy -c 4" "udaddy -s 127.0.0.1 -c 4"
-expect_match "$(cat "$tmp/cli")" '^return status 0$' "udaddy status"
+expect_match "$(cat "$PAIR_DIR/cli")" '^return status 0$' "udaddy status"
 pair "rdma_server/rdma_client" "rdma_server -p PORT" "rdma_client -s 127.0.0.1 -p PORT"
-expect_match "$(cat "$tmp/cli")" 'rdma_client: end 0' "rdma_client ends 0"
+expect_match "$(cat "$PAIR_DIR/cli")" 'rdma_client: end 0' "rdma_client ends 0"
 pair "rdma_xserver/rdma_xclient (RC)" "rdma_xserver -p PORT" "rdma_xclient -s 127.0.0.1 -p PORT"
 pair "cmtime -c 100" "cmtime -p PORT -c 100" "cmtime -s 127.0.0.1 -p PORT -c 100" forever
-expect_match "$(cat "$tmp/cli")" '^connect +:' "cmtime reports connection setup"
-cp "$tmp/cli" "${CMTIME_OUT:-/dev/null}" 2>/dev/null
+expect_match "$(cat "$PAIR_DIR/cli")" '^connect +:' "cmtime reports connection setup"
+cp "$PAIR_DIR/cli" "${CMTIME_OUT:-/dev/null}" 2>/dev/null
 
 # XRC is not implemented: the documented EOPNOTSUPP, at once.
 port=$((port + 1))
