@@ -161,31 +161,40 @@ URO_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_a
 	return uro_cm_qp_attr(to_cm(id), qp_attr, qp_attr_mask) ? uro_cm_err(EINVAL) : 0;
 }
 
+/* A CQ with its own channel, for n requests. */
+static struct ibv_cq *own_cq(struct rdma_cm_id *id, struct ibv_comp_channel **ch, uint32_t n)
+{
+	*ch = ibv_create_comp_channel(id->verbs);
+	return *ch ? ibv_create_cq(id->verbs, (int)n + 1, id, *ch, 0) : NULL;
+}
+
+static void drop_cq(struct ibv_cq **cq, struct ibv_comp_channel **ch)
+{
+	if (*cq)
+		ibv_destroy_cq(*cq);
+	if (*ch)
+		ibv_destroy_comp_channel(*ch);
+	*cq = NULL;
+	*ch = NULL;
+}
+
 /* The CQs and channels librdmacm makes when the caller gives none; the
  * rdma_verbs.h helpers wait on them. */
 static int make_cqs(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *a)
 {
+	struct uro_cm_id *cm = to_cm(id);
+
 	if (!a->send_cq) {
-		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
-		id->send_cq = id->send_cq_channel
-				  ? ibv_create_cq(id->verbs, (int)(a->cap.max_send_wr + 1), id,
-						  id->send_cq_channel, 0)
-				  : NULL;
-		if (!id->send_cq)
+		cm->own_cqs |= 1;
+		a->send_cq = id->send_cq = own_cq(id, &id->send_cq_channel, a->cap.max_send_wr);
+		if (!a->send_cq)
 			return -1;
-		a->send_cq = id->send_cq;
-		to_cm(id)->own_cqs |= 1;
 	}
 	if (!a->recv_cq) {
-		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-		id->recv_cq = id->recv_cq_channel
-				  ? ibv_create_cq(id->verbs, (int)(a->cap.max_recv_wr + 1), id,
-						  id->recv_cq_channel, 0)
-				  : NULL;
-		if (!id->recv_cq)
+		cm->own_cqs |= 2;
+		a->recv_cq = id->recv_cq = own_cq(id, &id->recv_cq_channel, a->cap.max_recv_wr);
+		if (!a->recv_cq)
 			return -1;
-		a->recv_cq = id->recv_cq;
-		to_cm(id)->own_cqs |= 2;
 	}
 	return 0;
 }
@@ -194,18 +203,10 @@ static void free_cqs(struct rdma_cm_id *id)
 {
 	struct uro_cm_id *cm = to_cm(id);
 
-	if (cm->own_cqs & 1) {
-		ibv_destroy_cq(id->send_cq);
-		ibv_destroy_comp_channel(id->send_cq_channel);
-		id->send_cq = NULL;
-		id->send_cq_channel = NULL;
-	}
-	if (cm->own_cqs & 2) {
-		ibv_destroy_cq(id->recv_cq);
-		ibv_destroy_comp_channel(id->recv_cq_channel);
-		id->recv_cq = NULL;
-		id->recv_cq_channel = NULL;
-	}
+	if (cm->own_cqs & 1)
+		drop_cq(&id->send_cq, &id->send_cq_channel);
+	if (cm->own_cqs & 2)
+		drop_cq(&id->recv_cq, &id->recv_cq_channel);
 	cm->own_cqs = 0;
 }
 
