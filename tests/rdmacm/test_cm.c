@@ -258,6 +258,11 @@ static void test_peer_killed(struct rdma_event_channel *ch)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
+	/* The CM moved the survivor's QP to ERR (its receives flush). */
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK_EQ(ibv_query_qp(id->qp, &qa, IBV_QP_STATE, &qi), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_ERR);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 }
