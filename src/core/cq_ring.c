@@ -10,10 +10,8 @@ int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, const struct uro
 	do {
 		uint32_t h = __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE);
 
-		if (t - h >= cq->size) {
-			__atomic_store_n(&cq->overrun, 1, __ATOMIC_RELEASE);
+		if (t - h >= cq->size)
 			return -1;
-		}
 	} while (!__atomic_compare_exchange_n(&cq->tail, &t, t + 1, 0, __ATOMIC_ACQ_REL,
 					      __ATOMIC_RELAXED));
 	slot = &ring[t % cq->size];

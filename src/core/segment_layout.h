@@ -73,8 +73,7 @@ struct uro_seg_cq {
 	uint32_t armed;	     /* 0, 1 = next completion, 2 = next solicited */
 	int32_t channel_wfd; /* the owner's completion-channel pipe; -1 none */
 	uint64_t token;	     /* what the channel carries: the owner's CQ */
-	uint32_t overrun;    /* a completion found the ring full */
-	uint8_t reserved[20];
+	uint8_t reserved[24];
 };
 
 struct uro_seg_srq {

@@ -18,10 +18,9 @@ enum {
 	URO_PDATA_REQ = 56,
 	URO_PDATA_REP = 196,
 	URO_PDATA_REJ = 148,
-	URO_PDATA_DREQ = 220,
 	URO_PDATA_SIDR_REQ = 180,
 	URO_PDATA_SIDR_REP = 136,
-	URO_PDATA_MAX = 220,
+	URO_PDATA_MAX = 196, /* the largest of the above */
 };
 
 /* The IB CM reject reasons rdma_cm reports as an event's status. */
@@ -66,7 +65,6 @@ struct uro_cm_id {
 	struct uro_cm_channel *chan;
 	int sync; /* created without a channel: verbs wait for their event */
 	int sock; /* the CM TCP connection, or the listening socket */
-	int backlog;
 	uint32_t psn;
 	struct uro_cm_peer peer;
 	struct rdma_conn_param param; /* this side's, from connect or accept */
@@ -79,7 +77,6 @@ struct uro_cm_id {
 	void *watch;			  /* the CM thread's entry for sock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	int destroying;
 };
 
 static inline struct uro_cm_id *to_cm(struct rdma_cm_id *id)

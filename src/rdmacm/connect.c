@@ -57,7 +57,6 @@ URO_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		return -1;
 	uro_cm_lock();
 	cm->state = CM_LISTEN;
-	cm->backlog = backlog;
 	rc = uro_cm_watch(cm);
 	uro_cm_unlock();
 	return rc ? uro_cm_err(ENOMEM) : 0;

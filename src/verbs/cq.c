@@ -201,8 +201,7 @@ static int alloc_ring(struct uro_context *ctx, struct uro_cq *cq, uint32_t entri
 }
 
 static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *cq_context,
-				   struct ibv_comp_channel *channel, int comp_vector,
-				   uint64_t wc_flags)
+				   struct ibv_comp_channel *channel, int comp_vector)
 {
 	struct uro_context *ctx = to_uctx(context);
 	struct uro_cq *cq;
@@ -244,7 +243,6 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 	cq->cqx.cq_context = cq_context;
 	cq->cqx.handle = cq->index;
 	cq->cqx.cqe = cqe;
-	cq->wc_flags = wc_flags;
 	pthread_mutex_init(&cq->cqx.mutex, NULL);
 	pthread_cond_init(&cq->cqx.cond, NULL);
 	set_poll_ops(&cq->cqx);
@@ -254,8 +252,7 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 URO_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct ibv_cq_ex *cqx =
-	    cq_create(context, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS);
+	struct ibv_cq_ex *cqx = cq_create(context, cqe, cq_context, channel, comp_vector);
 
 	return cqx ? ibv_cq_ex_to_cq(cqx) : NULL;
 }
@@ -273,8 +270,8 @@ struct ibv_cq_ex *uro_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_att
 		return uro_fail_null(EOPNOTSUPP);
 	if (attr->cqe > (uint32_t)URO_MAX_CQE)
 		return uro_fail_null(EINVAL);
-	return cq_create(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector,
-			 attr->wc_flags);
+	return cq_create(c, (int)attr->cqe, attr->cq_context, attr->channel,
+			 (int)attr->comp_vector);
 }
 
 /* Resizing copies what is waiting into a new ring; like a hardware CQ it

@@ -72,7 +72,6 @@ struct uro_cq {
 	unsigned users;	      /* QPs and SRQs... QPs using it: destroy is EBUSY */
 	uint32_t comp_events; /* delivered on the channel, for ack accounting */
 	uint32_t async_events;
-	uint64_t wc_flags;   /* of create_cq_ex */
 	struct uro_cqe *cur; /* the entry an extended-CQ poll is on */
 };
 
