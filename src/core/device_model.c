@@ -48,19 +48,30 @@ static void add_gid(struct uro_device_model *m, const uint8_t raw[16], enum ibv_
 
 /* RoCEv2 GIDs are the netdev's IP addresses, IPv4 as ::ffff:a.b.c.d
  * (IBTA Annex A17.2). */
+static const uint8_t ipv4_mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+void uro_gid_from_ip(union ibv_gid *gid, int family, const void *addr)
+{
+	if (family == AF_INET6) {
+		memcpy(gid->raw, addr, 16);
+		return;
+	}
+	memcpy(gid->raw, ipv4_mapped_prefix, sizeof(ipv4_mapped_prefix));
+	memcpy(gid->raw + 12, addr, 4);
+}
+
+int uro_gid_is_ipv4_mapped(const union ibv_gid *gid)
+{
+	return !memcmp(gid->raw, ipv4_mapped_prefix, sizeof(ipv4_mapped_prefix));
+}
+
 static void build_roce_gids(struct uro_device_model *m)
 {
 	for (int i = 0; i < m->netdev.naddrs; i++) {
-		const struct uro_netdev_addr *a = &m->netdev.addrs[i];
-		uint8_t raw[16] = {0};
+		union ibv_gid gid;
 
-		if (a->family == AF_INET) {
-			raw[10] = raw[11] = 0xff;
-			memcpy(raw + 12, a->addr, 4);
-		} else {
-			memcpy(raw, a->addr, 16);
-		}
-		add_gid(m, raw, IBV_GID_TYPE_ROCE_V2);
+		uro_gid_from_ip(&gid, m->netdev.addrs[i].family, m->netdev.addrs[i].addr);
+		add_gid(m, gid.raw, IBV_GID_TYPE_ROCE_V2);
 	}
 }
 

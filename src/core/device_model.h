@@ -31,6 +31,11 @@ void uro_device_attr_ex(const struct uro_device_model *m, struct ibv_device_attr
 enum ibv_mtu uro_mtu_for_netdev(unsigned netdev_mtu);
 unsigned uro_mtu_bytes(enum ibv_mtu mtu);
 
+/* A RoCEv2 GID for an IP address: an IPv6 address as it is, an IPv4 one
+ * as ::ffff:a.b.c.d (IBTA Annex A17.2). family is AF_INET or AF_INET6. */
+void uro_gid_from_ip(union ibv_gid *gid, int family, const void *addr);
+int uro_gid_is_ipv4_mapped(const union ibv_gid *gid);
+
 /* Index of gid in the table, or -1. */
 int uro_gid_find(const struct uro_device_model *m, const union ibv_gid *gid);
 

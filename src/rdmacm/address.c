@@ -9,11 +9,6 @@
 
 #include "cm.h"
 
-static socklen_t sa_len(const struct sockaddr *sa)
-{
-	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
 static int is_wildcard(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)

@@ -157,6 +157,11 @@ void uro_cm_unlock(void);
 int uro_cm_watch(struct uro_cm_id *id); /* the CM thread reads id->sock */
 void uro_cm_unwatch(struct uro_cm_id *id);
 
+static inline socklen_t sa_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
 /* rdma_cm's errno convention: -1 with errno set. */
 static inline int uro_cm_err(int err)
 {

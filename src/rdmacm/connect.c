@@ -10,11 +10,6 @@
 
 #include "cm.h"
 
-static socklen_t sa_len(const struct sockaddr *sa)
-{
-	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
 static void my_side(struct uro_cm_id *cm, struct uro_cm_peer *me)
 {
 	struct ibv_port_attr port;

@@ -12,6 +12,7 @@
 
 #include "cm.h"
 #include "config.h"
+#include "device_model.h"
 
 /* One context per device for the life of the process: ids point at them
  * and programs compare id->verbs with what rdma_get_devices returned. */
@@ -175,13 +176,10 @@ struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr)
 
 static void addr_gid(const struct sockaddr *sa, union ibv_gid *gid)
 {
-	memset(gid, 0, sizeof(*gid));
-	if (sa->sa_family == AF_INET) {
-		gid->raw[10] = gid->raw[11] = 0xff;
-		memcpy(gid->raw + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else {
-		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-	}
+	if (sa->sa_family == AF_INET)
+		uro_gid_from_ip(gid, AF_INET, &((const struct sockaddr_in *)sa)->sin_addr);
+	else
+		uro_gid_from_ip(gid, AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
 /* The route of a resolved id: one path between its GIDs (a RoCE path is

@@ -75,13 +75,6 @@ URO_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 	return 0;
 }
 
-static void mapped_v4(union ibv_gid *gid, const uint8_t addr[4])
-{
-	memset(gid, 0, sizeof(*gid));
-	gid->raw[10] = gid->raw[11] = 0xff;
-	memcpy(gid->raw + 12, addr, 4);
-}
-
 /* The 40-byte GRH area of a UD receive holds an IPv6 GRH, or for a RoCEv2
  * packet over IPv4 the IPv4 header in its last 20 bytes (IBTA A17.4.5.2). */
 static void grh_gids(const struct ibv_grh *grh, union ibv_gid *sgid, union ibv_gid *dgid,
@@ -91,8 +84,8 @@ static void grh_gids(const struct ibv_grh *grh, union ibv_gid *sgid, union ibv_g
 	const uint8_t *ip4 = raw + 20;
 
 	if ((ip4[0] >> 4) == 4 && (raw[0] >> 4) != 6) {
-		mapped_v4(sgid, ip4 + 12);
-		mapped_v4(dgid, ip4 + 16);
+		uro_gid_from_ip(sgid, AF_INET, ip4 + 12);
+		uro_gid_from_ip(dgid, AF_INET, ip4 + 16);
 		*flow = 0;
 		*tclass = ip4[1];
 		return;

@@ -21,13 +21,6 @@ static struct uro_ah *to_uah(struct ibv_ah *ah)
 	return uro_container_of(ah, struct uro_ah, ibah);
 }
 
-static int is_ipv4_mapped(const union ibv_gid *g)
-{
-	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	return !memcmp(g->raw, prefix, sizeof(prefix));
-}
-
 static uint16_t ip_checksum(const uint8_t *h, size_t n)
 {
 	uint32_t sum = 0;
@@ -86,7 +79,7 @@ static void build_grh(struct uro_context *ctx, const struct uro_ah *ah, uint64_t
 		return;
 	if (ctx->model.link.type == URO_LINK_IB)
 		ipv6_grh(g, r, sgid, len, NEXT_HDR_IBA);
-	else if (is_ipv4_mapped(sgid))
+	else if (uro_gid_is_ipv4_mapped(sgid))
 		ipv4_grh(g, r, sgid, len);
 	else
 		ipv6_grh(g, r, sgid, len, NEXT_HDR_UDP);
