@@ -42,17 +42,12 @@ static void init_atomic_lock(pthread_mutex_t *m)
 	pthread_mutexattr_destroy(&a);
 }
 
-static void lay_out(struct uro_segment *s, unsigned slot)
+/* Where each table starts: the one layout both the size and the
+ * mapping are computed from. */
+static void table_offsets(struct uro_seg_header *h)
 {
-	struct uro_seg_header *h = (struct uro_seg_header *)s->base;
 	size_t off = align_up(sizeof(*h), 4096);
 
-	h->magic = URO_SEG_MAGIC;
-	h->version = URO_SEG_VERSION;
-	h->slot = slot;
-	h->pid = (int32_t)getpid();
-	h->uid = (uint32_t)getuid();
-	h->size = s->size;
 	h->qp_off = off;
 	off = align_up(off + URO_MAX_QP * sizeof(struct uro_seg_qp), 4096);
 	h->cq_off = off;
@@ -60,8 +55,20 @@ static void lay_out(struct uro_segment *s, unsigned slot)
 	h->srq_off = off;
 	off = align_up(off + URO_MAX_SRQ * sizeof(struct uro_seg_srq), 4096);
 	h->mr_off = off;
-	off = align_up(off + URO_MAX_MR * sizeof(struct uro_seg_mr), 4096);
-	h->arena_off = off;
+	h->arena_off = align_up(off + URO_MAX_MR * sizeof(struct uro_seg_mr), 4096);
+}
+
+static void lay_out(struct uro_segment *s, unsigned slot)
+{
+	struct uro_seg_header *h = (struct uro_seg_header *)s->base;
+
+	h->magic = URO_SEG_MAGIC;
+	h->version = URO_SEG_VERSION;
+	h->slot = slot;
+	h->pid = (int32_t)getpid();
+	h->uid = (uint32_t)getuid();
+	h->size = s->size;
+	table_offsets(h);
 	h->async_wfd = -1;
 	init_atomic_lock(&h->atomic_lock);
 
@@ -74,13 +81,10 @@ static void lay_out(struct uro_segment *s, unsigned slot)
 
 static size_t tables_size(void)
 {
-	size_t n = 4096;
+	struct uro_seg_header h;
 
-	n = align_up(n + URO_MAX_QP * sizeof(struct uro_seg_qp), 4096);
-	n = align_up(n + URO_MAX_CQ * sizeof(struct uro_seg_cq), 4096);
-	n = align_up(n + URO_MAX_SRQ * sizeof(struct uro_seg_srq), 4096);
-	n = align_up(n + URO_MAX_MR * sizeof(struct uro_seg_mr), 4096);
-	return n;
+	table_offsets(&h);
+	return h.arena_off;
 }
 
 int uro_segment_create(struct uro_segment *s, unsigned slot)

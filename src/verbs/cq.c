@@ -316,17 +316,6 @@ URO_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return 0;
 }
 
-/* ibv_destroy_cq(3) waits until every event it reported was acknowledged,
- * so an event never names a freed CQ. */
-static void wait_for_acks(struct uro_cq *cq)
-{
-	pthread_mutex_lock(&cq->cqx.mutex);
-	while (cq->cqx.comp_events_completed != cq->comp_events ||
-	       cq->cqx.async_events_completed != cq->async_events)
-		pthread_cond_wait(&cq->cqx.cond, &cq->cqx.mutex);
-	pthread_mutex_unlock(&cq->cqx.mutex);
-}
-
 URO_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct uro_cq *cq = to_ucq(ibcq);
@@ -338,7 +327,10 @@ URO_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		return EBUSY;
 	}
 	uro_unlock(ctx);
-	wait_for_acks(cq);
+	uro_wait_acked(&cq->cqx.mutex, &cq->cqx.cond, &cq->cqx.comp_events_completed,
+		       &cq->comp_events);
+	uro_wait_acked(&cq->cqx.mutex, &cq->cqx.cond, &cq->cqx.async_events_completed,
+		       &cq->async_events);
 	uro_lock(ctx);
 	if (cq->cqx.channel)
 		to_uchannel(cq->cqx.channel)->users--;

@@ -196,6 +196,18 @@ struct ibv_cq_ex *uro_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_att
 struct ibv_qp *uro_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
 struct ibv_srq *uro_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr);
 
+/* A destroy waits until every event it reported on the object was
+ * acknowledged, so that no event names a freed object
+ * (ibv_get_async_event(3), ibv_get_cq_event(3)). */
+static inline void uro_wait_acked(pthread_mutex_t *m, pthread_cond_t *c, const uint32_t *acked,
+				  const uint32_t *reported)
+{
+	pthread_mutex_lock(m);
+	while (*acked != *reported)
+		pthread_cond_wait(c, m);
+	pthread_mutex_unlock(m);
+}
+
 /* Serialises a context's control path; the data path never takes it. */
 static inline void uro_lock(struct uro_context *ctx)
 {

@@ -429,12 +429,7 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct uro_qp *qp = to_uqp(ibqp);
 	struct uro_context *ctx = to_uctx(ibqp->context);
 
-	/* Wait until every async event reported on it was acknowledged
-	 * (ibv_get_async_event(3)). */
-	pthread_mutex_lock(&ibqp->mutex);
-	while (ibqp->events_completed != qp->events)
-		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
-	pthread_mutex_unlock(&ibqp->mutex);
+	uro_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, &qp->events);
 	uro_lock(ctx);
 	__atomic_store_n(&qp->pub->state, (uint32_t)IBV_QPS_RESET, __ATOMIC_RELEASE);
 	__atomic_store_n(&qp->pub->in_use, 0, __ATOMIC_RELEASE);

@@ -118,10 +118,7 @@ URO_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		return EBUSY;
 	}
 	uro_unlock(ctx);
-	pthread_mutex_lock(&ibsrq->mutex);
-	while (ibsrq->events_completed != srq->events)
-		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
-	pthread_mutex_unlock(&ibsrq->mutex);
+	uro_wait_acked(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed, &srq->events);
 	uro_lock(ctx);
 	__atomic_store_n(&srq->pub->in_use, 0, __ATOMIC_RELEASE);
 	uro_arena_free(&ctx->seg, srq->pub->rq.ring, ring_bytes(&srq->pub->rq));
