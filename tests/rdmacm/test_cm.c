@@ -125,24 +125,40 @@ static pid_t start_server(enum server_mode mode, int cycles)
 	return pid;
 }
 
-/* Resolves, creates a QP and connects; returns the first event after
- * connect (or -1), leaving the id in *out. */
-static int client_connect(struct rdma_event_channel *ch, struct rdma_cm_id **out,
-			  struct rdma_cm_event **ev_out)
+/* An id resolved to the server's port, with a QP, ready to connect. */
+static int client_prepare(struct rdma_event_channel *ch, struct rdma_cm_id **out)
 {
 	struct sockaddr_in a = addr_of(port);
 	struct ibv_qp_init_attr qa = qp_attr();
-	struct rdma_conn_param cp = {
-	    .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
 	struct rdma_cm_id *id;
 
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) ||
-	    expect(ch, 2000) != RDMA_CM_EVENT_ADDR_RESOLVED || rdma_resolve_route(id, 2000) ||
-	    expect(ch, 2000) != RDMA_CM_EVENT_ROUTE_RESOLVED || rdma_create_qp(id, NULL, &qa) ||
-	    rdma_connect(id, &cp))
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 		return -1;
 	*out = id;
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) ||
+	    expect(ch, 2000) != RDMA_CM_EVENT_ADDR_RESOLVED || rdma_resolve_route(id, 2000) ||
+	    expect(ch, 2000) != RDMA_CM_EVENT_ROUTE_RESOLVED || rdma_create_qp(id, NULL, &qa))
+		return -1;
+	return 0;
+}
+
+static struct rdma_conn_param conn_param(void)
+{
+	struct rdma_conn_param cp = {
+	    .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
+	return cp;
+}
+
+/* Prepares and connects; returns the first event after connect (or -1),
+ * leaving the id in *out and the event in *ev_out. */
+static int client_connect(struct rdma_event_channel *ch, struct rdma_cm_id **out,
+			  struct rdma_cm_event **ev_out)
+{
+	struct rdma_conn_param cp = conn_param();
+
+	*ev_out = NULL;
+	if (client_prepare(ch, out) || rdma_connect(*out, &cp))
+		return -1;
 	*ev_out = next_event(ch, 5000);
 	return *ev_out ? (int)(*ev_out)->event : -1;
 }
@@ -220,18 +236,11 @@ static void test_addr_error(void)
 static void test_listener_killed(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_STALL, 1);
-	struct rdma_cm_event *ev = NULL;
+	struct rdma_conn_param cp = conn_param();
+	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id = NULL;
-	struct sockaddr_in a = addr_of(port);
-	struct ibv_qp_init_attr qa = qp_attr();
-	struct rdma_conn_param cp = {.retry_count = 7};
 
-	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
-	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
-	CHECK_EQ(expect(ch, 2000), RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK_EQ(rdma_resolve_route(id, 2000), 0);
-	CHECK_EQ(expect(ch, 2000), RDMA_CM_EVENT_ROUTE_RESOLVED);
-	CHECK_EQ(rdma_create_qp(id, NULL, &qa), 0);
+	CHECK_EQ(client_prepare(ch, &id), 0);
 	CHECK_EQ(rdma_connect(id, &cp), 0);
 	usleep(100000); /* the request is at the listener, unanswered */
 	kill(pid, SIGKILL);
