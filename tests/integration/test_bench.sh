@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench/run's harness, in its seconds-long --smoke mode: every program it
+# drives (perftest under uroce, ucx_perftest, sockperf, iperf3, the copy and
+# registration programs) must give a figure, and the report and its plots
+# must be written. The figures themselves are not judged: speed is held by
+# the benchmark's report, not by tests.
+. "$(dirname "$0")/lib.sh"
+
+bench=$(dirname "$0")/../../bench/run
+dir=$BUILD_DIR/bench-smoke
+UROCE_BUILD=$BUILD_DIR timeout 300 "$bench" --smoke --out "$dir" >"$dir.log" 2>&1
+expect_status 0 $? "bench/run --smoke"
+report=$(cat "$dir/RESULTS.md" 2>/dev/null)
+expect_match "$report" '^# uroce benchmark results' "the report is written"
+for target in ib_write_lat ib_send_lat ib_write_bw ib_send_bw ibv_reg_mr; do
+	expect_match "$report" "^\| \`$target\`.* \| (met|\*\*missed\*\*) \|$" "the $target target is judged"
+done
+for table in '`ib_write_lat` t_typical' '`ib_send_lat` t_typical' '`ib_read_lat` t_typical' \
+	'`ib_write_bw`' '`ib_send_bw`' '`ib_read_bw`' '`ib_send_bw -s 8`' '`ib_write_bw -s 8`' \
+	'`ibv_reg_mr` against `mlock`'; do
+	rows=$(printf '%s\n' "$report" | awk -v t="$table" '/^### / && substr($0, length($0) - length(t) + 1) == t { f = 1; next } f && /^\| [0-9]/ { n++ } f && /^#/ { exit } END { print n + 0 }')
+	if [ "$rows" -ge 1 ]; then ok; else bad "no rows under $table"; fi
+done
+expect_match "$report" '^\| 2 B \| [0-9.]+ \| [0-9.e-]+ \(×[0-9.]+\) \| [0-9.e-]+ \(×' "uroce beside its baselines, with ratios"
+for p in latency-write latency-send latency-read bandwidth-write bandwidth-send bandwidth-read reg-mr; do
+	if head -c 8 "$dir/plots/$p.png" 2>/dev/null | grep -q PNG; then ok; else bad "plot $p.png"; fi
+done
+"$bench" --bogus >/dev/null 2>&1
+expect_status 2 $? "an unknown option"
+finish
