@@ -16,6 +16,12 @@ int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, const struct uro
 					      __ATOMIC_RELAXED));
 	slot = &ring[t % cq->size];
 	memcpy(slot, e, offsetof(struct uro_cqe, seq));
+	/* The second line only when it carries something. */
+	if (e->staged_len) {
+		slot->staged_lkey = e->staged_lkey;
+		slot->staged_addr = e->staged_addr;
+		memcpy(slot->staged, e->staged, e->staged_len);
+	}
 	__atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
 	return 0;
 }

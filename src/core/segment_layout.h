@@ -12,14 +12,15 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 2
+#define URO_SEG_VERSION 3
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 struct uro_seg_counters {
 	uint64_t bad_pkey;
 	uint64_t qkey_violations;
 	uint64_t rx_dropped;
-	uint64_t reserved[13];
+	uint64_t staged_dropped; /* staged payloads whose region went first */
+	uint64_t reserved[12];
 };
 
 /* A receive queue, a QP's own or an SRQ's: the owner posts at tail, any

@@ -47,6 +47,14 @@ enum ibv_wc_status uro_rkey_check(const struct uro_peer *p, uint32_t pd, uint32_
 	return IBV_WC_SUCCESS;
 }
 
+const struct uro_seg_mr *uro_lkey_region(const struct uro_peer *p, uint32_t lkey, uint64_t addr,
+					 uint64_t len)
+{
+	const struct uro_seg_mr *mr = uro_mr_lookup(p, lkey, 0);
+
+	return mr && in_range(addr, len, mr->addr, mr->length) ? mr : NULL;
+}
+
 enum ibv_wc_status uro_sge_iov(const struct uro_peer *p, uint32_t pd, const struct ibv_sge *sge,
 			       uint32_t n, int need_write, struct iovec *iov, int *niov,
 			       uint64_t *total)
@@ -58,9 +66,8 @@ enum ibv_wc_status uro_sge_iov(const struct uro_peer *p, uint32_t pd, const stru
 
 		if (!sge[i].length)
 			continue;
-		mr = uro_mr_lookup(p, sge[i].lkey, 0);
-		if (!mr || mr->pd != pd || (need_write && !(mr->access & IBV_ACCESS_LOCAL_WRITE)) ||
-		    !in_range(sge[i].addr, sge[i].length, mr->addr, mr->length))
+		mr = uro_lkey_region(p, sge[i].lkey, sge[i].addr, sge[i].length);
+		if (!mr || mr->pd != pd || (need_write && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
 			return IBV_WC_LOC_PROT_ERR;
 		iov[*niov].iov_base = (void *)(uintptr_t)sge[i].addr;
 		iov[*niov].iov_len = sge[i].length;

@@ -14,6 +14,10 @@
 /* Finds the MR an lkey or rkey names: NULL when none does. */
 const struct uro_seg_mr *uro_mr_lookup(const struct uro_peer *p, uint32_t key, int remote);
 
+/* The MR an lkey names when it covers [addr, addr+len): NULL otherwise. */
+const struct uro_seg_mr *uro_lkey_region(const struct uro_peer *p, uint32_t lkey, uint64_t addr,
+					 uint64_t len);
+
 /* IBV_WC_SUCCESS with *addr the target address of [va, va+len) in the
  * owner's address space, or IBV_WC_REM_ACCESS_ERR (IBTA 9.7.5.1.3, 10.6.3).
  * pd and qpn are the target QP's. */

@@ -9,6 +9,7 @@
 
 #include "cq_ring.h"
 #include "objects.h"
+#include "staged_payload.h"
 
 /* What an extended CQ can report per completion (ibv_create_cq_ex(3)). */
 #define SUPPORTED_WC_FLAGS                                                                         \
@@ -25,6 +26,17 @@ static size_t ring_bytes(uint32_t entries)
 static struct uro_cqe *peek(struct uro_cq *cq)
 {
 	return uro_cq_peek(cq->pub, cq->ring);
+}
+
+/* The next entry, once what it carries is in place: the program may read
+ * the receive buffer from the moment it sees the completion. */
+static struct uro_cqe *take(struct uro_cq *cq)
+{
+	struct uro_cqe *e = peek(cq);
+
+	if (e && e->staged_len)
+		uro_place_payload(&to_uctx(cq->cqx.context)->self, e);
+	return e;
 }
 
 /* Polling a send completion frees the send-queue entries up to it, as a
@@ -70,7 +82,7 @@ int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	int got = 0;
 
 	uro_progress(to_uctx(ibcq->context)); /* RNR retries; free when none wait */
-	for (struct uro_cqe *e; got < n && (e = peek(cq)); got++) {
+	for (struct uro_cqe *e; got < n && (e = take(cq)); got++) {
 		to_wc(e, &wc[got]);
 		advance_head(cq);
 	}
@@ -91,7 +103,7 @@ int uro_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
  * last one taken. */
 static int load_current(struct uro_cq *cq)
 {
-	cq->cur = peek(cq);
+	cq->cur = take(cq);
 	if (!cq->cur)
 		return ENOENT;
 	cq->cqx.wr_id = cq->cur->wr_id;

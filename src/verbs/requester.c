@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -16,6 +17,7 @@
 #include "objects.h"
 #include "opcode.h"
 #include "segment_ops.h"
+#include "staged_payload.h"
 
 #define RNR_RETRY_FOREVER 7
 
@@ -256,10 +258,13 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 		return responder_error(t, &e, IBV_WC_LOC_PROT_ERR, IBV_WC_REM_OP_ERR);
 	if (len > cap)
 		return responder_error(t, &e, IBV_WC_LOC_LEN_ERR, IBV_WC_REM_INV_REQ_ERR);
-	st = move_status(t->peer, move(t->peer, 1, liov, nl, riov, trim(riov, nr, len), len),
-			 IBV_WC_REM_OP_ERR);
-	if (st != IBV_WC_SUCCESS)
-		return st;
+	if (!uro_stage_payload(t->peer, &r, liov, nl, len, &e)) {
+		st =
+		    move_status(t->peer, move(t->peer, 1, liov, nl, riov, trim(riov, nr, len), len),
+				IBV_WC_REM_OP_ERR);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+	}
 	e.byte_len = (uint32_t)len;
 	uro_deliver(t->peer, t->qp->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
 	return IBV_WC_SUCCESS;
@@ -602,7 +607,12 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		*bad = wr;
 		return EINVAL;
 	}
-	pthread_spin_lock(&qp->sq_lock);
+	/* Posting is thread-safe, as on rdma-core; a process that has never
+	 * started a thread takes no lock (design.md decision 8). */
+	int locked = !__libc_single_threaded;
+
+	if (locked)
+		pthread_spin_lock(&qp->sq_lock);
 	if (qp->pending_n)
 		retry_pending(ctx, qp);
 	for (; wr; wr = wr->next) {
@@ -628,7 +638,8 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			defer(ctx, qp, wr, seq, st);
 		}
 	}
-	pthread_spin_unlock(&qp->sq_lock);
+	if (locked)
+		pthread_spin_unlock(&qp->sq_lock);
 	if (err)
 		*bad = wr;
 	return err;
