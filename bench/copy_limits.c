@@ -115,8 +115,10 @@ int main(int argc, char **argv)
 		}
 		max = s > max ? s : max;
 	}
-	struct target t = {.buf = malloc(max)};
-	char *local = malloc(max);
+	/* Page-aligned, as perftest's buffers are. */
+	size_t bytes = (max + 4095) & ~(size_t)4095;
+	struct target t = {.buf = aligned_alloc(4096, bytes)};
+	char *local = aligned_alloc(4096, bytes);
 	if (!t.buf || !local || start_target(&t, max)) {
 		perror("copy_limits");
 		return 1;
