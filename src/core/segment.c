@@ -71,12 +71,6 @@ static void lay_out(struct uro_segment *s, unsigned slot)
 	table_offsets(h);
 	h->async_wfd = -1;
 	init_atomic_lock(&h->atomic_lock);
-
-	s->hdr = h;
-	s->qp = (struct uro_seg_qp *)(s->base + h->qp_off);
-	s->cq = (struct uro_seg_cq *)(s->base + h->cq_off);
-	s->srq = (struct uro_seg_srq *)(s->base + h->srq_off);
-	s->mr = (struct uro_seg_mr *)(s->base + h->mr_off);
 }
 
 static size_t tables_size(void)
@@ -112,7 +106,7 @@ int uro_segment_create(struct uro_segment *s, unsigned slot)
 	s->free_list = malloc(sizeof(*s->free_list));
 	if (!s->free_list)
 		goto fail;
-	s->free_list->off = s->hdr->arena_off;
+	s->free_list->off = uro_seg_header(s)->arena_off;
 	s->free_list->len = URO_ARENA_SIZE;
 	s->free_list->next = NULL;
 	return 0;

@@ -11,15 +11,12 @@
 
 struct uro_arena_extent;
 
+/* The owner reaches its tables as any peer does, through a struct
+ * uro_peer on its own segment (uro_peer_self): one view of the layout. */
 struct uro_segment {
 	int fd; /* memfd */
 	uint8_t *base;
 	size_t size;
-	struct uro_seg_header *hdr;
-	struct uro_seg_qp *qp;
-	struct uro_seg_cq *cq;
-	struct uro_seg_srq *srq;
-	struct uro_seg_mr *mr;
 	struct uro_index_pool qp_ids, cq_ids, srq_ids, mr_ids;
 	struct uro_arena_extent *free_list; /* sorted by offset */
 };
@@ -30,6 +27,11 @@ void uro_segment_destroy(struct uro_segment *s);
 /* Ring memory: a 64-byte aligned offset into the segment, 0 on failure. */
 uint64_t uro_arena_alloc(struct uro_segment *s, size_t bytes);
 void uro_arena_free(struct uro_segment *s, uint64_t off, size_t bytes);
+
+static inline struct uro_seg_header *uro_seg_header(const struct uro_segment *s)
+{
+	return (struct uro_seg_header *)s->base;
+}
 
 static inline void *uro_seg_ptr(const struct uro_segment *s, uint64_t off)
 {

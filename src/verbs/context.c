@@ -41,8 +41,8 @@ static void context_free(struct uro_context *ctx)
 {
 	/* Peers that cached this segment must look again: the slot may soon
 	 * name another process. */
-	if (ctx->seg.hdr)
-		__atomic_store_n(&ctx->seg.hdr->closed, 1, __ATOMIC_RELEASE);
+	if (ctx->seg.base)
+		__atomic_store_n(&uro_seg_header(&ctx->seg)->closed, 1, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < URO_MAX_SLOTS; i++) {
 		if (!ctx->peers[i] || ctx->peers[i] == &ctx->self)
 			continue;
@@ -88,8 +88,8 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		goto fail;
 	if (uro_segment_create(&ctx->seg, ctx->slot.slot) || open_async_pipe(ctx) || publish(ctx))
 		goto fail;
-	ctx->seg.hdr->async_wfd = ctx->async_wfd;
 	uro_peer_self(&ctx->self, &ctx->seg, ctx->slot.slot);
+	ctx->self.hdr->async_wfd = ctx->async_wfd;
 	ctx->peers[ctx->slot.slot] = &ctx->self;
 	uro_context_set_ops(ctx);
 	return c;

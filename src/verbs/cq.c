@@ -234,7 +234,7 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 		return uro_fail_null(ENOMEM);
 	}
 	cq->index = (uint32_t)index;
-	cq->pub = &ctx->seg.cq[index];
+	cq->pub = &ctx->self.cq[index];
 	memset(cq->pub, 0, sizeof(*cq->pub));
 	err = alloc_ring(ctx, cq, (uint32_t)cqe);
 	if (err) {

@@ -66,7 +66,7 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 		return uro_fail_null(ENOMEM);
 	}
 	mr->index = (uint32_t)index;
-	mr->pub = &ctx->seg.mr[index];
+	mr->pub = &ctx->self.mr[index];
 	mr->pub->access = access;
 	mr->pub->iova = iova;
 	mr->ibmr.context = pd->context;

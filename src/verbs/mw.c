@@ -38,7 +38,7 @@ struct ibv_mw *uro_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		free(mw);
 		return uro_fail_null(ENOMEM);
 	}
-	e = &ctx->seg.mr[index];
+	e = &ctx->self.mr[index];
 	e->generation++;
 	memset((char *)e + offsetof(struct uro_seg_mr, lkey), 0,
 	       sizeof(*e) - offsetof(struct uro_seg_mr, lkey));
@@ -61,12 +61,12 @@ int uro_dealloc_mw(struct ibv_mw *ibmw)
 {
 	struct uro_mw *mw = to_umw(ibmw);
 	struct uro_context *ctx = to_uctx(ibmw->context);
-	struct uro_seg_mr *e = &ctx->seg.mr[mw->index];
+	struct uro_seg_mr *e = &ctx->self.mr[mw->index];
 
 	uro_lock(ctx);
 	if (e->bound) {
 		e->bound = 0;
-		__atomic_sub_fetch(&ctx->seg.mr[e->parent].windows, 1, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&ctx->self.mr[e->parent].windows, 1, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&e->in_use, 0, __ATOMIC_RELEASE);
 	to_upd(ibmw->pd)->users--;

@@ -136,7 +136,7 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 	}
 	q = &qp->qpx.qp_base;
 	qp->index = (uint32_t)index;
-	qp->pub = &ctx->seg.qp[index];
+	qp->pub = &ctx->self.qp[index];
 	qp->pd = to_upd(pd);
 	qp->send_cq = to_ucq(a->send_cq);
 	qp->recv_cq = to_ucq(a->recv_cq);

@@ -35,7 +35,7 @@ int uro_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *at
 {
 	struct uro_context *ctx = to_uctx(c);
 	struct ibv_port_attr full = ctx->model.port;
-	const struct uro_seg_counters *cnt = &ctx->seg.hdr->counters;
+	const struct uro_seg_counters *cnt = &ctx->self.hdr->counters;
 
 	if (port != 1)
 		return EINVAL;

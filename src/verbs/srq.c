@@ -33,7 +33,7 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 	}
 	srq->index = (uint32_t)index;
 	srq->pd = to_upd(pd);
-	srq->pub = &ctx->seg.srq[index];
+	srq->pub = &ctx->self.srq[index];
 	memset(srq->pub, 0, sizeof(*srq->pub));
 	srq->pub->pd = pd->handle;
 	srq->pub->token = (uintptr_t)&srq->ibsrq;

@@ -2,17 +2,23 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "peer.h"
 #include "segment.h"
 
 static void test_layout(struct uro_segment *s)
 {
-	CHECK_EQ(s->hdr->magic, URO_SEG_MAGIC);
-	CHECK_EQ(s->hdr->slot, 7);
-	CHECK_EQ(s->hdr->pid, getpid());
-	CHECK((uint8_t *)s->qp < (uint8_t *)s->cq);
-	CHECK((uint8_t *)s->mr + URO_MAX_MR * sizeof(struct uro_seg_mr) <=
-	      s->base + s->hdr->arena_off);
-	CHECK_EQ(s->hdr->arena_off + URO_ARENA_SIZE, s->size);
+	CHECK_EQ(uro_seg_header(s)->magic, URO_SEG_MAGIC);
+	CHECK_EQ(uro_seg_header(s)->slot, 7);
+	CHECK_EQ(uro_seg_header(s)->pid, getpid());
+	struct uro_peer view;
+
+	/* The tables as the owner (and any peer) sees them. */
+	uro_peer_self(&view, s, 7);
+	CHECK(view.hdr == uro_seg_header(s));
+	CHECK((uint8_t *)view.qp < (uint8_t *)view.cq);
+	CHECK((uint8_t *)view.mr + URO_MAX_MR * sizeof(struct uro_seg_mr) <=
+	      s->base + uro_seg_header(s)->arena_off);
+	CHECK_EQ(uro_seg_header(s)->arena_off + URO_ARENA_SIZE, s->size);
 }
 
 static void test_arena(struct uro_segment *s)
@@ -21,7 +27,7 @@ static void test_arena(struct uro_segment *s)
 	uint64_t b = uro_arena_alloc(s, 4096);
 	uint64_t c;
 
-	CHECK(a >= s->hdr->arena_off);
+	CHECK(a >= uro_seg_header(s)->arena_off);
 	CHECK_EQ(a % 64, 0);
 	CHECK_EQ(b, a + 128); /* 100 rounded up to 64-byte lines */
 	memset(uro_seg_ptr(s, b), 0xab, 4096);
@@ -32,7 +38,7 @@ static void test_arena(struct uro_segment *s)
 	uro_arena_free(s, b, 4096);
 	/* Everything merged back: one allocation can take the whole arena. */
 	c = uro_arena_alloc(s, URO_ARENA_SIZE);
-	CHECK_EQ(c, s->hdr->arena_off);
+	CHECK_EQ(c, uro_seg_header(s)->arena_off);
 	CHECK_EQ(uro_arena_alloc(s, 64), 0);
 	uro_arena_free(s, c, URO_ARENA_SIZE);
 }
