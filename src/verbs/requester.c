@@ -270,27 +270,38 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 	return IBV_WC_SUCCESS;
 }
 
+/* The target's bytes [va, va+len) under rkey, for an access that both the
+ * responder QP and the key must grant (IBTA 9.7.5.1.3, 10.6.3); a violation
+ * moves the responder QP to ERR. */
+static int remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t len, unsigned access,
+			struct iovec *riov)
+{
+	uint64_t addr;
+
+	if (!(t->qp->access & access) ||
+	    uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, rkey, va, len, access, &addr)) {
+		uro_qp_error(t->peer, t->qp);
+		return IBV_WC_REM_ACCESS_ERR;
+	}
+	riov->iov_base = (void *)(uintptr_t)addr;
+	riov->iov_len = len;
+	return IBV_WC_SUCCESS;
+}
+
 static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const struct uro_opcode *op,
 		      struct target *t, const struct iovec *liov, int nl, uint64_t len)
 {
 	struct iovec riov;
 	struct uro_recv r;
 	struct uro_cqe e;
-	uint64_t addr;
+	int st = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+			      IBV_ACCESS_REMOTE_WRITE, &riov);
 
-	if (!(t->qp->access & IBV_ACCESS_REMOTE_WRITE) ||
-	    uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, wr->wr.rdma.rkey,
-			   wr->wr.rdma.remote_addr, len, IBV_ACCESS_REMOTE_WRITE, &addr)) {
-		uro_qp_error(t->peer, t->qp);
-		return IBV_WC_REM_ACCESS_ERR;
-	}
+	if (st != IBV_WC_SUCCESS)
+		return st;
 	/* With immediate data the message consumes a receive (IBTA 9.4.3). */
 	if (op->imm && uro_take_recv(t->peer, t->qp, &r))
 		return RESULT_RNR;
-	int st;
-
-	riov.iov_base = (void *)(uintptr_t)addr;
-	riov.iov_len = len;
 	st = move_status(t->peer, move(t->peer, 1, liov, nl, &riov, 1, len), IBV_WC_REM_ACCESS_ERR);
 	if (st != IBV_WC_SUCCESS)
 		return st;
@@ -308,16 +319,11 @@ static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struc
 		     int nl, uint64_t len)
 {
 	struct iovec riov;
-	uint64_t addr;
+	int st = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+			      IBV_ACCESS_REMOTE_READ, &riov);
 
-	if (!(t->qp->access & IBV_ACCESS_REMOTE_READ) ||
-	    uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, wr->wr.rdma.rkey,
-			   wr->wr.rdma.remote_addr, len, IBV_ACCESS_REMOTE_READ, &addr)) {
-		uro_qp_error(t->peer, t->qp);
-		return IBV_WC_REM_ACCESS_ERR;
-	}
-	riov.iov_base = (void *)(uintptr_t)addr;
-	riov.iov_len = len;
+	if (st != IBV_WC_SUCCESS)
+		return st;
 	return move_status(t->peer, move(t->peer, 0, liov, nl, &riov, 1, len),
 			   IBV_WC_REM_ACCESS_ERR);
 }
@@ -328,7 +334,7 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 		     int nl, uint64_t len)
 {
 	pthread_mutex_t *lock = &t->peer->hdr->atomic_lock;
-	uint64_t old, new, addr;
+	uint64_t old, new;
 	struct iovec self = {&old, 8}, riov;
 	int err;
 
@@ -338,14 +344,10 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 		uro_qp_error(t->peer, t->qp);
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
-	if (!(t->qp->access & IBV_ACCESS_REMOTE_ATOMIC) ||
-	    uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, wr->wr.atomic.rkey,
-			   wr->wr.atomic.remote_addr, 8, IBV_ACCESS_REMOTE_ATOMIC, &addr)) {
-		uro_qp_error(t->peer, t->qp);
-		return IBV_WC_REM_ACCESS_ERR;
-	}
-	riov.iov_base = (void *)(uintptr_t)addr;
-	riov.iov_len = 8;
+	err = remote_range(t, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
+			   IBV_ACCESS_REMOTE_ATOMIC, &riov);
+	if (err != IBV_WC_SUCCESS)
+		return err;
 	if (pthread_mutex_lock(lock) == EOWNERDEAD)
 		pthread_mutex_consistent(lock);
 	err = move(t->peer, 0, &self, 1, &riov, 1, 8);
