@@ -276,29 +276,32 @@ static double send_latency(struct end *e, int client, double *samples)
 	return samples[LAT_ITERS / 2];
 }
 
-/* BW_ITERS messages of BW_SIZE, DEPTH in flight: GB/s at the sender. */
-static double write_bandwidth(struct end *e, int client)
+/* The sender's side: BW_ITERS messages of BW_SIZE, every 16th signaled,
+ * a WRITE cycling over DEPTH remote buffers. GB/s, or -1. */
+static double stream(struct end *e, enum ibv_wr_opcode op)
 {
-	double t0;
+	double t0 = now_us();
 
-	if (!client)
-		return sync_peer(e) ? -1 : 0;
-	t0 = now_us();
 	for (int i = 0; i < BW_ITERS; i++) {
 		unsigned flags = (i % 16 == 15) ? IBV_SEND_SIGNALED : 0;
+		uint64_t raddr = e->peer_addr + (uint64_t)(i % DEPTH) * BW_SIZE;
 
-		if (post(e, IBV_WR_RDMA_WRITE, e->buf, BW_SIZE,
-			 e->peer_addr + (uint64_t)(i % DEPTH) * BW_SIZE, flags) ||
+		if (post(e, op, e->buf, BW_SIZE, op == IBV_WR_RDMA_WRITE ? raddr : 0, flags) ||
 		    (flags && wait_wc(e, 1, 0)))
 			return -1;
 	}
 	return sync_peer(e) ? -1 : (double)BW_ITERS * BW_SIZE / (now_us() - t0) / 1e3;
 }
 
+static double write_bandwidth(struct end *e, int client)
+{
+	if (!client)
+		return sync_peer(e) ? -1 : 0;
+	return stream(e, IBV_WR_RDMA_WRITE);
+}
+
 static double send_bandwidth(struct end *e, int client)
 {
-	double t0;
-
 	if (!client) {
 		for (int i = 0; i < DEPTH; i++)
 			if (post_recv(e, e->buf + (size_t)i * BW_SIZE, BW_SIZE))
@@ -311,16 +314,7 @@ static double send_bandwidth(struct end *e, int client)
 				return -1;
 		return sync_peer(e) ? -1 : 0;
 	}
-	if (sync_peer(e))
-		return -1;
-	t0 = now_us();
-	for (int i = 0; i < BW_ITERS; i++) {
-		unsigned flags = (i % 16 == 15) ? IBV_SEND_SIGNALED : 0;
-
-		if (post(e, IBV_WR_SEND, e->buf, BW_SIZE, 0, flags) || (flags && wait_wc(e, 1, 0)))
-			return -1;
-	}
-	return sync_peer(e) ? -1 : (double)BW_ITERS * BW_SIZE / (now_us() - t0) / 1e3;
+	return sync_peer(e) ? -1 : stream(e, IBV_WR_SEND);
 }
 
 /* The copy underneath: process_vm_writev of the same sizes, no verbs. */
