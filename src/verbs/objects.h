@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/single_threaded.h>
 #include <sys/uio.h>
 
 #include "config.h"
@@ -83,6 +84,7 @@ struct uro_srq {
 	struct uro_cq *cq;
 	unsigned users;
 	uint32_t events;
+	pthread_spinlock_t rq_lock; /* see uro_post_lock */
 };
 
 struct uro_qp {
@@ -97,9 +99,10 @@ struct uro_qp {
 	struct uro_cq *send_cq, *recv_cq;
 	struct uro_srq *srq;
 	uint32_t events;
-	uint32_t sq_posted;	     /* send WQEs accepted */
-	uint32_t sq_retired;	     /* ...and known complete: the queue's free space */
-	pthread_spinlock_t sq_lock;  /* posting is thread-safe, as on rdma-core */
+	uint32_t sq_posted;	    /* send WQEs accepted */
+	uint32_t sq_retired;	    /* ...and known complete: the queue's free space */
+	pthread_spinlock_t sq_lock; /* see uro_post_lock */
+	pthread_spinlock_t rq_lock;
 	struct uro_pending *pending; /* WQEs waiting behind an RNR NAK (requester.c) */
 	uint32_t pending_head, pending_n;
 	uint64_t rnr_deadline_ns;  /* when the head of pending is tried again */
@@ -230,5 +233,22 @@ static inline void *uro_fail_null(int err)
 /* A verb that also has an IBVERBS_1.0 compat version: bind the definition
  * to IBVERBS_1.1 as the default, as rdma-core does. */
 #define URO_DEFAULT_VERSION(name) __asm__(".symver " #name ", " #name "@@IBVERBS_1.1, remove")
+
+/* Posting (ibv_post_send(3), ibv_post_recv(3)) is thread-safe, as on
+ * rdma-core; a process that has never started a thread takes no lock
+ * (design.md decision 8). Returns whether it locked, for uro_post_unlock. */
+static inline int uro_post_lock(pthread_spinlock_t *lock)
+{
+	if (__libc_single_threaded)
+		return 0;
+	pthread_spin_lock(lock);
+	return 1;
+}
+
+static inline void uro_post_unlock(pthread_spinlock_t *lock, int locked)
+{
+	if (locked)
+		pthread_spin_unlock(lock);
+}
 
 #endif

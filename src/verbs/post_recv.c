@@ -1,25 +1,29 @@
 /* Posting receives (ibv_post_recv(3), ibv_post_srq_recv(3)): into the
- * queue in the segment, where a sender's library takes them. */
+ * queue in the segment, where a sender's library takes them. The queue has
+ * one producer, so threads that post to it take turns (uro_post_lock). */
 #include <errno.h>
 
 #include "objects.h"
 #include "recv_queue.h"
 #include "segment_ops.h"
 
-static int post(struct uro_seg_rq *rq, uint8_t *ring, struct ibv_recv_wr *wr,
-		struct ibv_recv_wr **bad)
+static int post(pthread_spinlock_t *lock, struct uro_seg_rq *rq, uint8_t *ring,
+		struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
+	int locked = uro_post_lock(lock), err = 0;
+
 	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge)
+			err = EINVAL;
+		else if (uro_rq_post(rq, ring, wr))
+			err = ENOMEM;
+		if (err) {
 			*bad = wr;
-			return EINVAL;
-		}
-		if (uro_rq_post(rq, ring, wr)) {
-			*bad = wr;
-			return ENOMEM;
+			break;
 		}
 	}
-	return 0;
+	uro_post_unlock(lock, locked);
+	return err;
 }
 
 int uro_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
@@ -35,7 +39,7 @@ int uro_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 		*bad = wr;
 		return EINVAL;
 	}
-	err = post(&pub->rq, uro_seg_ptr(&ctx->seg, pub->rq.ring), wr, bad);
+	err = post(&qp->rq_lock, &pub->rq, uro_seg_ptr(&ctx->seg, pub->rq.ring), wr, bad);
 	/* Receives posted to a QP in error complete at once, flushed. */
 	if (uro_qp_state(pub) == IBV_QPS_ERR)
 		uro_flush_rq(&ctx->self, pub);
@@ -47,5 +51,6 @@ int uro_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_
 	struct uro_srq *srq = to_usrq(ibsrq);
 	struct uro_context *ctx = to_uctx(ibsrq->context);
 
-	return post(&srq->pub->rq, uro_seg_ptr(&ctx->seg, srq->pub->rq.ring), wr, bad);
+	return post(&srq->rq_lock, &srq->pub->rq, uro_seg_ptr(&ctx->seg, srq->pub->rq.ring), wr,
+		    bad);
 }

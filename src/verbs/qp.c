@@ -165,6 +165,7 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 		return free_early(qp, ENOMEM);
 	}
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	__atomic_store_n(&qp->pub->in_use, 1, __ATOMIC_RELEASE);
 	ctx->qps[qp->index] = qp;
 	hold(qp, 1);
@@ -443,6 +444,7 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
 	free(qp->pending);
 	free(qp->batch);
 	free(qp);

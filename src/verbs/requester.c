@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/single_threaded.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -609,12 +608,8 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		*bad = wr;
 		return EINVAL;
 	}
-	/* Posting is thread-safe, as on rdma-core; a process that has never
-	 * started a thread takes no lock (design.md decision 8). */
-	int locked = !__libc_single_threaded;
+	int locked = uro_post_lock(&qp->sq_lock);
 
-	if (locked)
-		pthread_spin_lock(&qp->sq_lock);
 	if (qp->pending_n)
 		retry_pending(ctx, qp);
 	for (; wr; wr = wr->next) {
@@ -640,8 +635,7 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			defer(ctx, qp, wr, seq, st);
 		}
 	}
-	if (locked)
-		pthread_spin_unlock(&qp->sq_lock);
+	uro_post_unlock(&qp->sq_lock, locked);
 	if (err)
 		*bad = wr;
 	return err;

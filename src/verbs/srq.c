@@ -59,6 +59,7 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 	srq->ibsrq.handle = srq->index;
 	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
 	pthread_cond_init(&srq->ibsrq.cond, NULL);
+	pthread_spin_init(&srq->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	return &srq->ibsrq;
 }
 
@@ -127,6 +128,7 @@ URO_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	uro_unlock(ctx);
 	pthread_cond_destroy(&ibsrq->cond);
 	pthread_mutex_destroy(&ibsrq->mutex);
+	pthread_spin_destroy(&srq->rq_lock);
 	free(srq);
 	return 0;
 }

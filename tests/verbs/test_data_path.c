@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -266,6 +267,62 @@ static void test_staged_sends(void)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.byte_len, 8);
 	CHECK_EQ(rbuf[0], 0xee);
+}
+
+#define THREAD_RECVS 2000
+
+struct poster {
+	struct side *s;
+	uint64_t first;
+	int failed;
+};
+
+static void *post_recvs(void *arg)
+{
+	struct poster *p = arg;
+
+	for (uint64_t i = 0; i < THREAD_RECVS; i++)
+		p->failed += post_recv_buf(p->s, p->first + i, p->s->buf, 8) != 0;
+	return NULL;
+}
+
+/* Two threads posting receives to one queue at once: each receive is there
+ * exactly once (posting is thread-safe, ibv_post_recv(3)). */
+static void test_threaded_post_recv(void)
+{
+	static struct side C, D;
+	static uint8_t seen[2 * THREAD_RECVS];
+	const struct ibv_qp_cap cap = {.max_send_wr = 16,
+				       .max_recv_wr = 2 * THREAD_RECVS,
+				       .max_send_sge = 1,
+				       .max_recv_sge = 1};
+	struct poster p[2] = {{&D, 0, 0}, {&D, THREAD_RECVS, 0}};
+	pthread_t th[2];
+	struct ibv_wc wc;
+	int sent = 0, got = 0, once = 1;
+
+	CHECK_EQ(side_open(&C, IBV_QPT_RC, 32, cap), 0);
+	CHECK_EQ(side_open(&D, IBV_QPT_RC, 2 * THREAD_RECVS + 32, cap), 0);
+	CHECK_EQ(qp_connect(C.qp, D.qp->qp_num, 0, 1), 0);
+	CHECK_EQ(qp_connect(D.qp, C.qp->qp_num, 0, 1), 0);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&th[i], NULL, post_recvs, &p[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(p[0].failed + p[1].failed, 0);
+	for (int i = 0; i < 2 * THREAD_RECVS; i++)
+		sent += post(&C, IBV_WR_SEND, C.buf, 8, C.mr->lkey, 0, 0, 1) == 0 &&
+			poll_one(C.cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS;
+	CHECK_EQ(sent, 2 * THREAD_RECVS);
+	while (ibv_poll_cq(D.cq, 1, &wc) == 1) {
+		got++;
+		if (wc.status != IBV_WC_SUCCESS || wc.wr_id >= 2 * THREAD_RECVS || seen[wc.wr_id]++)
+			once = 0;
+	}
+	CHECK_EQ(got, 2 * THREAD_RECVS);
+	CHECK(once);
+	side_close(&C);
+	side_close(&D);
 }
 
 static void expect_remote_access_error(uint64_t raddr, uint32_t rkey, uint32_t len)
@@ -875,6 +932,7 @@ int main(void)
 	test_ud();
 	test_memory_windows();
 	test_channel_and_cq_ex();
+	test_threaded_post_recv();
 	test_peer_killed();
 	test_other_user();
 	side_close(&A);
