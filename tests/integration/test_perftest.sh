@@ -6,12 +6,19 @@
 T=${T:-60}
 port=$((31000 + ($$ % 3000)))
 
-# run_pt PROGRAM ARGS...: both sides exit 0 and the client prints a result.
+# run_pt PROGRAM ARGS...: both sides exit 0 and the client reports a
+# figure above zero for every size: the average bandwidth (column 4) of a
+# _bw test, t_typical (column 5) of a _lat test; -a reports all 23 sizes,
+# 2 B to 8 MiB.
 run_pt() {
 	port=$((port + 1))
-	local args="$* -d uroce0 -x 0 -p $port"
-	run_pair "$*" $port "$args" "$args 127.0.0.1" &&
-		expect_match "$(cat "$PAIR_DIR/cli")" '^ +[0-9]+ +[0-9]+ ' "$* reports"
+	local args="$* -d uroce0 -x 0 -p $port" col=4 want=1 rows
+	case $1 in *_lat) col=5 ;; esac
+	case " $* " in *" -a "*) want=23 ;; esac
+	run_pair "$*" $port "$args" "$args 127.0.0.1" || return
+	rows=$(awk -v c=$col '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { n++; if ($c + 0 <= 0) bad = 1 }
+		END { print bad ? "zero" : n + 0 }' "$PAIR_DIR/cli")
+	if [ "$rows" = "$want" ]; then ok; else bad "$*: $rows result rows with figures, expected $want"; fi
 }
 
 for prog in ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat \
