@@ -12,7 +12,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 3
+#define URO_SEG_VERSION 4
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 struct uro_seg_counters {
@@ -67,14 +67,15 @@ struct uro_seg_qp {
 
 struct uro_seg_cq {
 	uint32_t in_use;
-	uint32_t size;	     /* ring entries */
-	uint64_t ring;	     /* arena offset */
-	uint32_t head;	     /* the owner's next entry to poll */
-	uint32_t tail;	     /* producers reserve entries here (cq_ring.c) */
-	uint32_t armed;	     /* 0, 1 = next completion, 2 = next solicited */
-	int32_t channel_wfd; /* the owner's completion-channel pipe; -1 none */
-	uint64_t token;	     /* what the channel carries: the owner's CQ */
-	uint8_t reserved[24];
+	uint32_t size;		 /* ring entries */
+	uint64_t ring;		 /* arena offset */
+	uint32_t head;		 /* the owner's next entry to poll */
+	uint32_t tail;		 /* producers reserve entries here (cq_ring.c) */
+	uint32_t armed;		 /* 0, 1 = next completion, 2 = next solicited */
+	int32_t channel_wfd;	 /* the owner's completion-channel pipe; -1 none */
+	uint64_t token;		 /* what the channel carries: the owner's CQ */
+	uint32_t ignore_overrun; /* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: no CQ_ERR */
+	uint8_t reserved[20];
 };
 
 struct uro_seg_srq {

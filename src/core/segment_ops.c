@@ -149,7 +149,8 @@ void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e,
 	struct uro_seg_cq *cq = &p->cq[cq_index];
 
 	if (uro_cq_produce(cq, uro_peer_ptr(p, cq->ring), e)) {
-		uro_raise_event(p, IBV_EVENT_CQ_ERR, cq->token);
+		if (!cq->ignore_overrun)
+			uro_raise_event(p, IBV_EVENT_CQ_ERR, cq->token);
 		return;
 	}
 	if (uro_cq_take_arm(cq, solicited || e->status != IBV_WC_SUCCESS))

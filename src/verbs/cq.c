@@ -212,8 +212,11 @@ static int alloc_ring(struct uro_context *ctx, struct uro_cq *cq, uint32_t entri
 	return 0;
 }
 
+/* flags: enum ibv_create_cq_attr_flags. SINGLE_THREADED needs nothing:
+ * polling takes no lock anyway. */
 static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *cq_context,
-				   struct ibv_comp_channel *channel, int comp_vector)
+				   struct ibv_comp_channel *channel, int comp_vector,
+				   uint32_t flags)
 {
 	struct uro_context *ctx = to_uctx(context);
 	struct uro_cq *cq;
@@ -245,6 +248,7 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 	}
 	cq->pub->token = (uintptr_t)cq;
 	cq->pub->channel_wfd = channel ? to_uchannel(channel)->wfd : -1;
+	cq->pub->ignore_overrun = (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) != 0;
 	__atomic_store_n(&cq->pub->in_use, 1, __ATOMIC_RELEASE);
 	if (channel)
 		to_uchannel(channel)->users++;
@@ -264,7 +268,7 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 URO_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct ibv_cq_ex *cqx = cq_create(context, cqe, cq_context, channel, comp_vector);
+	struct ibv_cq_ex *cqx = cq_create(context, cqe, cq_context, channel, comp_vector, 0);
 
 	return cqx ? ibv_cq_ex_to_cq(cqx) : NULL;
 }
@@ -272,18 +276,21 @@ URO_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, vo
 struct ibv_cq_ex *uro_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr)
 {
 	const uint32_t known_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
+	uint32_t flags = attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS ? attr->flags : 0;
 
 	if (attr->comp_mask & ~known_mask)
 		return uro_fail_null(EINVAL);
+	/* uroce has no parent domains, so a PD given here is not one. */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain)
+		return uro_fail_null(EINVAL);
 	if (attr->wc_flags & ~(uint64_t)SUPPORTED_WC_FLAGS)
 		return uro_fail_null(EOPNOTSUPP);
-	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-	    (attr->flags & ~(uint32_t)SUPPORTED_CQ_FLAGS))
+	if (flags & ~(uint32_t)SUPPORTED_CQ_FLAGS)
 		return uro_fail_null(EOPNOTSUPP);
 	if (attr->cqe > (uint32_t)URO_MAX_CQE)
 		return uro_fail_null(EINVAL);
-	return cq_create(c, (int)attr->cqe, attr->cq_context, attr->channel,
-			 (int)attr->comp_vector);
+	return cq_create(c, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector,
+			 flags);
 }
 
 /* Resizing copies what is waiting into a new ring; like a hardware CQ it

@@ -506,6 +506,38 @@ static void test_cq_overrun(void)
 	ibv_ack_async_event(&ev);
 	CHECK_EQ(ibv_poll_cq(C.cq, 1, &wc), 1);
 	drain(A.cq);
+
+	/* A CQ created to ignore overruns raises no event for one (the
+	 * first CQ's second overrun is still to be read). */
+	CHECK_EQ(wait_event(C.ctx, &ev), 0);
+	CHECK_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+	ibv_ack_async_event(&ev);
+	struct ibv_cq_init_attr_ex cx = {.cqe = 1,
+					 .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+					 .flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN};
+	struct ibv_cq_ex *quiet = ibv_create_cq_ex(C.ctx, &cx);
+	struct ibv_qp_init_attr init = {.send_cq = ibv_cq_ex_to_cq(quiet),
+					.recv_cq = ibv_cq_ex_to_cq(quiet),
+					.cap = CAP,
+					.qp_type = IBV_QPT_RC};
+	struct ibv_qp *qp = quiet ? ibv_create_qp(C.pd, &init) : NULL;
+
+	CHECK(qp != NULL);
+	CHECK_EQ(qp_connect(A.qp, qp->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(qp, A.qp->qp_num, 7, 1), 0);
+	drain(A.cq);
+	for (int i = 0; i < 3; i++) {
+		struct ibv_sge sge = {(uintptr_t)C.buf, 64, C.mr->lkey};
+		struct ibv_recv_wr rw = {.sg_list = &sge, .num_sge = 1}, *rbad;
+
+		CHECK_EQ(ibv_post_recv(qp, &rw, &rbad), 0);
+		CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, (uint64_t)i), 0);
+	}
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wait_event(C.ctx, &ev), -1);
+	drain(A.cq);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(ibv_cq_ex_to_cq(quiet));
 	side_close(&C);
 }
 
