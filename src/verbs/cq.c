@@ -23,6 +23,12 @@ static size_t ring_bytes(uint32_t entries)
 	return (size_t)entries * sizeof(struct uro_cqe);
 }
 
+/* Threads polling one CQ take turns: an entry goes to exactly one. */
+static int poll_lock(struct uro_cq *cq)
+{
+	return cq->single_threaded ? 0 : uro_mt_lock(&cq->poll_lock);
+}
+
 static struct uro_cqe *peek(struct uro_cq *cq)
 {
 	return uro_cq_peek(cq->pub, cq->ring);
@@ -79,13 +85,15 @@ static void to_wc(const struct uro_cqe *e, struct ibv_wc *wc)
 int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct uro_cq *cq = to_ucq(ibcq);
-	int got = 0;
+	int got = 0, locked;
 
 	uro_progress(to_uctx(ibcq->context)); /* RNR retries; free when none wait */
+	locked = poll_lock(cq);
 	for (struct uro_cqe *e; got < n && (e = take(cq)); got++) {
 		to_wc(e, &wc[got]);
 		advance_head(cq);
 	}
+	uro_mt_unlock(&cq->poll_lock, locked);
 	return got;
 }
 
@@ -100,7 +108,8 @@ int uro_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 /* The extended-CQ poll (ibv_create_cq_ex(3)): start_poll takes the first
  * entry, next_poll consumes it and takes the next, end_poll consumes the
- * last one taken. */
+ * last one taken. The poll lock is held from a successful start_poll to
+ * end_poll (not called after ENOENT). */
 static int load_current(struct uro_cq *cq)
 {
 	cq->cur = take(cq);
@@ -113,10 +122,19 @@ static int load_current(struct uro_cq *cq)
 
 static int start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 {
+	struct uro_cq *cq = uro_container_of(cqx, struct uro_cq, cqx);
+	int locked, err;
+
 	if (attr->comp_mask)
 		return EINVAL;
 	uro_progress(to_uctx(cqx->context));
-	return load_current(uro_container_of(cqx, struct uro_cq, cqx));
+	locked = poll_lock(cq);
+	err = load_current(cq);
+	if (err)
+		uro_mt_unlock(&cq->poll_lock, locked);
+	else
+		cq->poll_locked = locked;
+	return err;
 }
 
 static int next_poll(struct ibv_cq_ex *cqx)
@@ -134,6 +152,8 @@ static void end_poll(struct ibv_cq_ex *cqx)
 	if (cq->cur)
 		advance_head(cq);
 	cq->cur = NULL;
+	uro_mt_unlock(&cq->poll_lock, cq->poll_locked);
+	cq->poll_locked = 0;
 }
 
 static const struct uro_cqe *cur(struct ibv_cq_ex *cqx)
@@ -212,8 +232,8 @@ static int alloc_ring(struct uro_context *ctx, struct uro_cq *cq, uint32_t entri
 	return 0;
 }
 
-/* flags: enum ibv_create_cq_attr_flags. SINGLE_THREADED needs nothing:
- * polling takes no lock anyway. */
+/* flags: enum ibv_create_cq_attr_flags; SINGLE_THREADED promises one
+ * poller, which then takes no lock. */
 static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *cq_context,
 				   struct ibv_comp_channel *channel, int comp_vector,
 				   uint32_t flags)
@@ -260,6 +280,8 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 	cq->cqx.handle = cq->index;
 	cq->cqx.cqe = cqe;
 	pthread_mutex_init(&cq->cqx.mutex, NULL);
+	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
+	cq->single_threaded = (flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED) != 0;
 	pthread_cond_init(&cq->cqx.cond, NULL);
 	set_poll_ops(&cq->cqx);
 	return &cq->cqx;
@@ -359,6 +381,7 @@ URO_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	uro_unlock(ctx);
 	pthread_cond_destroy(&cq->cqx.cond);
 	pthread_mutex_destroy(&cq->cqx.mutex);
+	pthread_spin_destroy(&cq->poll_lock);
 	free(cq);
 	return 0;
 }

@@ -73,7 +73,10 @@ struct uro_cq {
 	unsigned users;	      /* QPs and SRQs... QPs using it: destroy is EBUSY */
 	uint32_t comp_events; /* delivered on the channel, for ack accounting */
 	uint32_t async_events;
-	struct uro_cqe *cur; /* the entry an extended-CQ poll is on */
+	struct uro_cqe *cur;	      /* the entry an extended-CQ poll is on */
+	pthread_spinlock_t poll_lock; /* the ring has one consumer at a time */
+	int single_threaded;	      /* IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
+	int poll_locked;	      /* held from start_poll to end_poll */
 };
 
 struct uro_srq {
@@ -84,7 +87,7 @@ struct uro_srq {
 	struct uro_cq *cq;
 	unsigned users;
 	uint32_t events;
-	pthread_spinlock_t rq_lock; /* see uro_post_lock */
+	pthread_spinlock_t rq_lock; /* see uro_mt_lock */
 };
 
 struct uro_qp {
@@ -101,7 +104,7 @@ struct uro_qp {
 	uint32_t events;
 	uint32_t sq_posted;	    /* send WQEs accepted */
 	uint32_t sq_retired;	    /* ...and known complete: the queue's free space */
-	pthread_spinlock_t sq_lock; /* see uro_post_lock */
+	pthread_spinlock_t sq_lock; /* see uro_mt_lock */
 	pthread_spinlock_t rq_lock;
 	struct uro_pending *pending; /* WQEs waiting behind an RNR NAK (requester.c) */
 	uint32_t pending_head, pending_n;
@@ -234,10 +237,11 @@ static inline void *uro_fail_null(int err)
  * to IBVERBS_1.1 as the default, as rdma-core does. */
 #define URO_DEFAULT_VERSION(name) __asm__(".symver " #name ", " #name "@@IBVERBS_1.1, remove")
 
-/* Posting (ibv_post_send(3), ibv_post_recv(3)) is thread-safe, as on
- * rdma-core; a process that has never started a thread takes no lock
- * (design.md decision 8). Returns whether it locked, for uro_post_unlock. */
-static inline int uro_post_lock(pthread_spinlock_t *lock)
+/* Posting and polling (ibv_post_send(3), ibv_post_recv(3), ibv_poll_cq(3))
+ * are thread-safe, as on rdma-core; a process that has never started a
+ * thread takes no lock (design.md decision 8). Returns whether it locked,
+ * for uro_mt_unlock. */
+static inline int uro_mt_lock(pthread_spinlock_t *lock)
 {
 	if (__libc_single_threaded)
 		return 0;
@@ -245,7 +249,7 @@ static inline int uro_post_lock(pthread_spinlock_t *lock)
 	return 1;
 }
 
-static inline void uro_post_unlock(pthread_spinlock_t *lock, int locked)
+static inline void uro_mt_unlock(pthread_spinlock_t *lock, int locked)
 {
 	if (locked)
 		pthread_spin_unlock(lock);

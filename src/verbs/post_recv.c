@@ -1,6 +1,6 @@
 /* Posting receives (ibv_post_recv(3), ibv_post_srq_recv(3)): into the
  * queue in the segment, where a sender's library takes them. The queue has
- * one producer, so threads that post to it take turns (uro_post_lock). */
+ * one producer, so threads that post to it take turns (uro_mt_lock). */
 #include <errno.h>
 
 #include "objects.h"
@@ -10,7 +10,7 @@
 static int post(pthread_spinlock_t *lock, struct uro_seg_rq *rq, uint8_t *ring,
 		struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	int locked = uro_post_lock(lock), err = 0;
+	int locked = uro_mt_lock(lock), err = 0;
 
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge)
@@ -22,7 +22,7 @@ static int post(pthread_spinlock_t *lock, struct uro_seg_rq *rq, uint8_t *ring,
 			break;
 		}
 	}
-	uro_post_unlock(lock, locked);
+	uro_mt_unlock(lock, locked);
 	return err;
 }
 

@@ -608,7 +608,7 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		*bad = wr;
 		return EINVAL;
 	}
-	int locked = uro_post_lock(&qp->sq_lock);
+	int locked = uro_mt_lock(&qp->sq_lock);
 
 	if (qp->pending_n)
 		retry_pending(ctx, qp);
@@ -635,7 +635,7 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			defer(ctx, qp, wr, seq, st);
 		}
 	}
-	uro_post_unlock(&qp->sq_lock, locked);
+	uro_mt_unlock(&qp->sq_lock, locked);
 	if (err)
 		*bad = wr;
 	return err;
