@@ -57,6 +57,12 @@ URO_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	ah->ibah.context = pd->context;
 	ah->ibah.pd = pd;
 	uro_lock(ctx);
+	if (ctx->ahs == URO_MAX_AH) {
+		uro_unlock(ctx);
+		free(ah);
+		return uro_fail_null(ENOMEM);
+	}
+	ctx->ahs++;
 	ah->ibah.handle = ++ctx->next_handle;
 	ah->pd->users++;
 	uro_unlock(ctx);
@@ -70,6 +76,7 @@ URO_EXPORT int ibv_destroy_ah(struct ibv_ah *ibah)
 
 	uro_lock(ctx);
 	ah->pd->users--;
+	ctx->ahs--;
 	uro_unlock(ctx);
 	free(ah);
 	return 0;

@@ -39,9 +39,12 @@ struct ibv_mw *uro_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		return uro_fail_null(ENOMEM);
 	}
 	e = &ctx->self.mr[index];
+	/* The generation outlives the entry's uses: reset, it would make a
+	 * stale key of an earlier region valid again. */
 	e->generation++;
-	memset((char *)e + offsetof(struct uro_seg_mr, lkey), 0,
-	       sizeof(*e) - offsetof(struct uro_seg_mr, lkey));
+	e->lkey = e->pd = e->access = 0;
+	memset((char *)e + offsetof(struct uro_seg_mr, addr), 0,
+	       sizeof(*e) - offsetof(struct uro_seg_mr, addr));
 	e->kind = type == IBV_MW_TYPE_1 ? URO_KEY_MW1 : URO_KEY_MW2;
 	e->pd = pd->handle;
 	e->rkey = uro_make_key((uint32_t)index, e->generation);
@@ -69,6 +72,9 @@ int uro_dealloc_mw(struct ibv_mw *ibmw)
 		__atomic_sub_fetch(&ctx->self.mr[e->parent].windows, 1, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&e->in_use, 0, __ATOMIC_RELEASE);
+	/* Binds moved the key's low byte on (ibv_inc_rkey(3)): the entry's next
+	 * user starts past the last key this window had. */
+	e->generation = e->rkey & 0xff;
 	to_upd(ibmw->pd)->users--;
 	uro_index_give(&ctx->seg.mr_ids, mw->index);
 	uro_unlock(ctx);

@@ -42,6 +42,7 @@ struct uro_context {
 	struct uro_segment seg;
 	int async_wfd;			       /* write end; context.async_fd is the read end */
 	uint32_t next_handle;		       /* PD/AH handles, never reused within a context */
+	uint32_t pds, ahs;		       /* held against max_pd and max_ah */
 	struct uro_peer self;		       /* this context's own segment, seen as a peer */
 	struct uro_peer *peers[URO_MAX_SLOTS]; /* attached on first use */
 	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */

@@ -12,6 +12,13 @@ URO_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	if (!pd)
 		return uro_fail_null(ENOMEM);
 	uro_lock(ctx);
+	/* max_pd is what ibv_query_device(3) promises, and no more. */
+	if (ctx->pds == URO_MAX_PD) {
+		uro_unlock(ctx);
+		free(pd);
+		return uro_fail_null(ENOMEM);
+	}
+	ctx->pds++;
 	pd->ibpd.context = context;
 	pd->ibpd.handle = ++ctx->next_handle;
 	uro_unlock(ctx);
@@ -21,10 +28,14 @@ URO_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 URO_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct uro_pd *pd = to_upd(ibpd);
+	struct uro_context *ctx = to_uctx(ibpd->context);
 
 	/* A PD still holding MRs, QPs, SRQs or AHs cannot go (ibv_alloc_pd(3)). */
 	if (pd->users)
 		return EBUSY;
+	uro_lock(ctx);
+	ctx->pds--;
+	uro_unlock(ctx);
 	free(pd);
 	return 0;
 }

@@ -275,10 +275,12 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 static int remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t len, unsigned access,
 			struct iovec *riov)
 {
-	uint64_t addr;
+	uint64_t addr = 0;
 
+	/* A zero-length transfer names no memory: its R_Key and VA are not
+	 * checked (IBTA C9-88), the QP's access is. */
 	if (!(t->qp->access & access) ||
-	    uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, rkey, va, len, access, &addr)) {
+	    (len && uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, rkey, va, len, access, &addr))) {
 		uro_qp_error(t->peer, t->qp);
 		return IBV_WC_REM_ACCESS_ERR;
 	}

@@ -537,6 +537,49 @@ static void test_ah(struct ibv_pd *pd)
 		CHECK_EQ(ibv_destroy_ah(ah), 0);
 }
 
+/* Issue 9 item 21: max_pd and max_ah are what a context can hold, not
+ * figures only; one past them fails with ENOMEM and nothing is kept. */
+static void test_object_limits(struct ibv_pd *pd)
+{
+	struct ibv_device_attr da;
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+	struct ibv_pd **pds;
+	struct ibv_ah **ahs;
+	int npd = 0, nah = 0;
+
+	CHECK_EQ(ibv_query_device(pd->context, &da), 0);
+	ibv_query_gid(pd->context, 1, 0, &aa.grh.dgid);
+	pds = calloc((size_t)da.max_pd, sizeof(*pds));
+	ahs = calloc((size_t)da.max_ah, sizeof(*ahs));
+	/* The fixture's PD is the first. */
+	while (npd < da.max_pd && (pds[npd] = ibv_alloc_pd(pd->context)))
+		npd++;
+	CHECK_EQ(npd, da.max_pd - 1);
+	errno = 0;
+	CHECK(ibv_alloc_pd(pd->context) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	while (nah < da.max_ah && (ahs[nah] = ibv_create_ah(pd, &aa)))
+		nah++;
+	CHECK_EQ(nah, da.max_ah);
+	errno = 0;
+	CHECK(ibv_create_ah(pd, &aa) == NULL);
+	CHECK_EQ(errno, ENOMEM);
+	while (nah)
+		ibv_destroy_ah(ahs[--nah]);
+	ahs[0] = ibv_create_ah(pd, &aa);
+	CHECK(ahs[0] != NULL);
+	if (ahs[0])
+		ibv_destroy_ah(ahs[0]);
+	while (npd)
+		ibv_dealloc_pd(pds[--npd]);
+	pds[0] = ibv_alloc_pd(pd->context);
+	CHECK(pds[0] != NULL);
+	if (pds[0])
+		ibv_dealloc_pd(pds[0]);
+	free(pds);
+	free(ahs);
+}
+
 static void test_unsupported(struct ibv_context *ctx, struct ibv_pd *pd)
 {
 	struct ibv_xrcd_init_attr xa = {0};
@@ -591,6 +634,7 @@ int main(void)
 	test_ud(f.pd, f.cq);
 	test_srq(f.pd, f.cq);
 	test_ah(f.pd);
+	test_object_limits(f.pd);
 	test_unsupported(f.ctx, f.pd);
 	test_async_fd(f.ctx);
 	test_strings();

@@ -771,6 +771,63 @@ static void test_memory_windows(void)
 	CHECK_EQ(ibv_dereg_mr(nobind), 0);
 }
 
+/* Issue 9 item 5: a deregistered region's key stays dead when its table
+ * entry serves a window in between and then a new region. A fresh pair, so
+ * the entry's first key is the one a reset generation would hand out again. */
+static void test_stale_key_after_window(void)
+{
+	static struct side C, D;
+	unsigned access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_mr *mr;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t stale;
+
+	if (side_open(&C, IBV_QPT_RC, 16, CAP) || side_open(&D, IBV_QPT_RC, 16, CAP)) {
+		CHECK(!"two fresh contexts");
+		return;
+	}
+	CHECK_EQ(qp_connect(C.qp, D.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(D.qp, C.qp->qp_num, 7, 1), 0);
+	mr = ibv_reg_mr(D.pd, D.buf, 4096, access);
+	stale = mr->rkey;
+	ibv_dereg_mr(mr);
+	mw = ibv_alloc_mw(D.pd, IBV_MW_TYPE_2);
+	CHECK(mw != NULL);
+	if (mw)
+		ibv_dealloc_mw(mw);
+	mr = ibv_reg_mr(D.pd, D.buf + 8192, 4096, access);
+	CHECK(mr->rkey != stale);
+	memset(D.buf + 8192, 0, 64);
+	memset(C.buf, 0x77, 64);
+	CHECK_EQ(
+	    post(&C, IBV_WR_RDMA_WRITE, C.buf, 64, C.mr->lkey, (uintptr_t)D.buf + 8192, stale, 1),
+	    0);
+	CHECK_EQ(poll_one(C.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(D.buf[8192], 0);
+	ibv_dereg_mr(mr);
+	side_close(&C);
+	side_close(&D);
+}
+
+/* Issue 9 item 8: a zero-length RDMA WRITE or READ names no memory, so its
+ * R_Key and address are not checked (IBTA C9-88); the QP's access is. */
+static void test_zero_length_rdma(void)
+{
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 0, A.mr->lkey, 0xdead0000, 0x7777, 1), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_READ, A.buf, 0, A.mr->lkey, 0, 0, 2), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_READ);
+	CHECK_EQ(state_of(B.qp), IBV_QPS_RTS);
+}
+
 /* The peer process dies mid-connection: its partner's requests go
  * unacknowledged and complete with a transport retry error once the
  * timeout x retry_cnt budget is spent (14 and 7: about half a second),
@@ -993,6 +1050,8 @@ int main(void)
 	test_srq_limit();
 	test_ud();
 	test_memory_windows();
+	test_stale_key_after_window();
+	test_zero_length_rdma();
 	test_channel_and_cq_ex();
 	test_threaded_post_recv();
 	test_peer_killed();
