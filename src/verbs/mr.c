@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "address_space.h"
 #include "objects.h"
 #include "segment_ops.h"
 
@@ -39,6 +40,20 @@ static int range_ok(const void *addr, size_t length)
 	return (uintptr_t)addr + length >= (uintptr_t)addr;
 }
 
+/* uroce does not pin, but answers as a pinning provider does: memory that
+ * is not mapped, or not with the access asked for, cannot be registered
+ * (EFAULT). Otherwise a peer's key could name whatever the owner maps
+ * there later. On-demand paging registers what is not there yet. */
+static int pinnable(const void *addr, size_t length, unsigned access)
+{
+	const unsigned writes =
+	    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return 0;
+	return uro_range_accessible(addr, length, (access & writes) != 0);
+}
+
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 			  unsigned access)
 {
@@ -54,6 +69,9 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 		return uro_fail_null(err);
 	if (!range_ok(addr, length) || iova + length < iova)
 		return uro_fail_null(EINVAL);
+	err = pinnable(addr, length, access);
+	if (err)
+		return uro_fail_null(err);
 	ctx = to_uctx(pd->context);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
@@ -139,6 +157,13 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 		goto input;
 	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && uro_mr_access_check((unsigned)access))
 		goto input;
+	if ((flags & (IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS)) &&
+	    pinnable(flags & IBV_REREG_MR_CHANGE_TRANSLATION ? addr : ibmr->addr,
+		     flags & IBV_REREG_MR_CHANGE_TRANSLATION ? length : ibmr->length,
+		     flags & IBV_REREG_MR_CHANGE_ACCESS ? (unsigned)access : mr->pub->access)) {
+		errno = EFAULT;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
 	uro_lock(ctx);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		ibmr->addr = addr;

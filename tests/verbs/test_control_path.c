@@ -138,6 +138,54 @@ static void test_mr(struct ibv_pd *pd)
 	munmap(huge, big);
 }
 
+/* Issue 9 item 6: registration fails with EFAULT where a pinning provider
+ * could not pin: nothing mapped, no access, read-only memory asked for
+ * write, a length running past the mapping. */
+static void expect_efault(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	errno = 0;
+	CHECK(ibv_reg_mr(pd, addr, len, access) == NULL);
+	CHECK_EQ(errno, EFAULT);
+}
+
+static void test_mr_range(struct ibv_pd *pd)
+{
+	const size_t page = 4096;
+	uint8_t *m =
+	    mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	CHECK(m != MAP_FAILED);
+	CHECK_EQ(munmap(m + 3 * page, page), 0); /* a hole after three pages */
+	CHECK_EQ(mprotect(m + page, page, PROT_NONE), 0);
+	CHECK_EQ(mprotect(m + 2 * page, page, PROT_READ), 0);
+	expect_efault(pd, NULL, page, IBV_ACCESS_LOCAL_WRITE);
+	expect_efault(pd, m + 3 * page, page, 0);		       /* unmapped */
+	expect_efault(pd, m + page, 16, 0);			       /* PROT_NONE */
+	expect_efault(pd, m + 2 * page, page, IBV_ACCESS_LOCAL_WRITE); /* read-only */
+	expect_efault(pd, m, (size_t)42 << 40, IBV_ACCESS_LOCAL_WRITE);
+	expect_efault(pd, m, (size_t)64 << 40, 0);
+	mr = ibv_reg_mr(pd, m + 2 * page, page, IBV_ACCESS_REMOTE_READ);
+	CHECK(mr != NULL); /* read-only memory, read access */
+	if (mr) {
+		CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				      IBV_ACCESS_LOCAL_WRITE),
+			 IBV_REREG_MR_ERR_INPUT);
+		CHECK_EQ(errno, EFAULT);
+		CHECK_EQ(
+		    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, m + 3 * page, page, 0),
+		    IBV_REREG_MR_ERR_INPUT);
+		CHECK_EQ(errno, EFAULT);
+		CHECK(mr->addr == m + 2 * page);
+		ibv_dereg_mr(mr);
+	}
+	mr = ibv_reg_mr(pd, m, page, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL);
+	if (mr)
+		ibv_dereg_mr(mr);
+	munmap(m, 3 * page);
+}
+
 static void test_cq(struct ibv_context *ctx)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
@@ -627,6 +675,7 @@ int main(void)
 	test_device(f.ctx);
 	test_compat_query_port(f.ctx);
 	test_mr(f.pd);
+	test_mr_range(f.pd);
 	test_cq(f.ctx);
 	test_qp_create_errors(f.pd, f.cq);
 	test_rc_walk(f.pd, f.cq);
