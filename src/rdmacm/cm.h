@@ -127,6 +127,8 @@ int uro_cm_qp_to_error(struct uro_cm_id *id);
 void uro_cm_qp_error_by_num(uint32_t qpn);
 
 /* wire.c and cm_thread.c */
+#define URO_CM_MAGIC 0x55434d31u /* "UCM1" */
+
 enum uro_cm_msg_type {
 	MSG_REQ = 1,
 	MSG_REP,
@@ -136,7 +138,16 @@ enum uro_cm_msg_type {
 	MSG_DREP,
 	MSG_SIDR_REQ,
 	MSG_SIDR_REP,
+	MSG_MRA, /* the passive CM has the REQ; its program is deciding */
 };
+
+/* How long a CM waits for its peer's CM to answer: rdma_cm's CM response
+ * timeout (4.096 us x 2^20). TCP already retransmits, so no message is
+ * sent twice; an unanswered REQ, REP or a silent accepted connection is
+ * given up after one such wait. Once an MRA says the REQ is with the
+ * peer's program, the wait is the service timeout an MRA grants. */
+#define URO_CM_RESPONSE_MS 4295
+#define URO_CM_SERVICE_MS  60000
 
 struct uro_cm_msg {
 	uint32_t magic;
@@ -149,13 +160,21 @@ struct uro_cm_msg {
 
 int uro_cm_send(int sock, enum uro_cm_msg_type type, const struct uro_cm_peer *peer,
 		uint16_t status, const void *pdata, uint8_t pdata_len);
-int uro_cm_recv(int sock, struct uro_cm_msg *m);
+/* Reads what has arrived of the next message without blocking: 1 when
+ * *m is whole (*have bytes of it are kept between calls), 0 when more is
+ * to come, -1 when the connection closed or sent something malformed. */
+int uro_cm_recv(int sock, struct uro_cm_msg *m, size_t *have);
+/* 0 when a received message's fields are ones a CM could have sent. */
+int uro_cm_msg_check(const struct uro_cm_msg *m);
 /* The CM lock orders the CM thread and the verbs that change an id's
  * state or socket; watch/unwatch are called with it held. */
 void uro_cm_lock(void);
 void uro_cm_unlock(void);
 int uro_cm_watch(struct uro_cm_id *id); /* the CM thread reads id->sock */
 void uro_cm_unwatch(struct uro_cm_id *id);
+/* The id now waits for its peer's answer (REP after a REQ, RTU after a
+ * REP): a deadline from its state, which the CM thread enforces. */
+void uro_cm_expect_answer(struct uro_cm_id *id);
 
 static inline socklen_t sa_len(const struct sockaddr *sa)
 {

@@ -2,16 +2,24 @@
  * accepts connection requests on listeners and turns every CM message a
  * peer sends into the event librdmacm delivers (rdma_get_cm_event(3)). A
  * TCP connection that drops is a peer gone: DISCONNECTED, in bounded
- * time, like a CM timeout. */
+ * time, like a CM timeout; a peer that stays silent is timed out as a CM
+ * times out an unanswered message. No peer can hold the thread: sockets
+ * are read without blocking, each into its own buffer. */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cm.h"
+
+/* With the fd table full, a listener is left alone this long before it
+ * accepts again: its pending connection would wake epoll at once. */
+#define ACCEPT_PAUSE_MS 100
 
 /* What an epoll entry stands for. */
 struct watch {
@@ -20,10 +28,16 @@ struct watch {
 	int sock;
 	int dead; /* dropped: its id may be gone */
 	struct watch *next_dead;
+	struct watch *next_live;
+	uint64_t deadline_ms;  /* 0: none */
+	struct uro_cm_msg msg; /* the message being received */
+	size_t have;	       /* its bytes so far */
 };
 
 static pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
 static int epfd = -1;
+static int wake_fd = -1; /* tells the thread that a deadline moved */
+static struct watch *live;
 /* The process whose thread reads epfd: a forked child inherits the fd but
  * not the thread, and must not share its parent's epoll instance. */
 static pid_t thread_pid;
@@ -31,21 +45,56 @@ static pid_t thread_pid;
  * returned may still name one, and must find it marked dead, not freed. */
 static struct watch *graveyard;
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void set_deadline(struct watch *w, uint64_t ms)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	w->deadline_ms = ms ? now_ms() + ms : 0;
+	/* A full counter means the thread is waking anyway. */
+	r = ms && wake_fd >= 0 ? write(wake_fd, &one, sizeof(one)) : 0;
+	(void)r;
+}
+
 static void arm(struct watch *w)
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = w};
 
 	epoll_ctl(epfd, EPOLL_CTL_ADD, w->sock, &ev);
+	w->next_live = live;
+	live = w;
 }
 
 static void drop(struct watch *w)
 {
+	struct watch **p = &live;
+
 	epoll_ctl(epfd, EPOLL_CTL_DEL, w->sock, NULL);
+	while (*p && *p != w)
+		p = &(*p)->next_live;
+	if (*p)
+		*p = w->next_live;
 	if (w->id)
 		w->id->watch = NULL;
 	w->dead = 1;
 	w->next_dead = graveyard;
 	graveyard = w;
+}
+
+/* Closes a connection's socket and stops reading it. */
+static void hang_up(struct uro_cm_id *id, struct watch *w)
+{
+	drop(w);
+	close(id->sock);
+	id->sock = -1;
 }
 
 static void bury(void)
@@ -101,7 +150,9 @@ static void on_request(struct watch *w, const struct uro_cm_msg *m)
 	struct uro_cm_event *e;
 	socklen_t len = sizeof(struct sockaddr_storage);
 
-	if (m->type != MSG_REQ && m->type != MSG_SIDR_REQ)
+	/* A datagram listener resolves SIDR requests; a connected one takes
+	 * REQs (IBTA 12.11, 12.6.5). */
+	if (m->type != (l->id.qp_type == IBV_QPT_UD ? MSG_SIDR_REQ : MSG_REQ))
 		goto refuse;
 	id = uro_cm_id_new(l->sync ? NULL : &l->chan->ch, l->id.context, l->id.ps, l->id.qp_type);
 	if (!id)
@@ -125,6 +176,9 @@ static void on_request(struct watch *w, const struct uro_cm_msg *m)
 	w->id = id;
 	w->listener = NULL;
 	id->watch = w;
+	set_deadline(w, 0); /* the program decides in its own time */
+	if (m->type == MSG_REQ)
+		uro_cm_send(w->sock, MSG_MRA, NULL, 0, NULL, 0);
 	e = uro_cm_event_new(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m->pdata, m->pdata_len);
 	if (!e)
 		return;
@@ -154,13 +208,23 @@ static void to_disconnected(struct uro_cm_id *id, struct watch *w)
 		uro_cm_qp_error_by_num(id->qpn);
 	if (was_connected)
 		uro_cm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0, NULL);
-	drop(w);
-	close(id->sock);
-	id->sock = -1;
+	hang_up(id, w);
+}
+
+/* The connection never came up (librdmacm: CONNECT_ERROR or UNREACHABLE
+ * with the reason as a negative errno); a QP it moved goes to ERR. */
+static void failed(struct uro_cm_id *id, struct watch *w, enum rdma_cm_event_type type, int err)
+{
+	id->state = CM_DISCONNECTED;
+	if (id->qpn)
+		uro_cm_qp_error_by_num(id->qpn);
+	uro_cm_post(id, type, -err, NULL, 0, NULL);
+	hang_up(id, w);
 }
 
 static void on_reply(struct uro_cm_id *id, const struct uro_cm_msg *m)
 {
+	set_deadline(id->watch, 0);
 	id->peer = m->peer;
 	if (!id->id.qp) { /* the program moves its own QP, then rdma_establish */
 		struct uro_cm_event *e =
@@ -200,9 +264,7 @@ static void on_sidr_reply(struct uro_cm_id *id, struct watch *w, const struct ur
 		ud_param(id, e, m);
 		uro_cm_queue(id->chan, e);
 	}
-	drop(w);
-	close(id->sock);
-	id->sock = -1;
+	hang_up(id, w);
 }
 
 static void on_message(struct watch *w, const struct uro_cm_msg *m)
@@ -218,8 +280,13 @@ static void on_message(struct watch *w, const struct uro_cm_msg *m)
 		if (id->state == CM_CONNECTING)
 			on_sidr_reply(id, w, m);
 		break;
+	case MSG_MRA:
+		if (id->state == CM_CONNECTING)
+			set_deadline(w, URO_CM_SERVICE_MS);
+		break;
 	case MSG_RTU:
 		if (id->state == CM_ACCEPTING) {
+			set_deadline(w, 0);
 			id->state = CM_CONNECTED;
 			uro_cm_post(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0, NULL);
 		}
@@ -227,9 +294,7 @@ static void on_message(struct watch *w, const struct uro_cm_msg *m)
 	case MSG_REJ:
 		id->state = CM_DISCONNECTED;
 		uro_cm_post(id, RDMA_CM_EVENT_REJECTED, m->status, m->pdata, m->pdata_len, NULL);
-		drop(w);
-		close(id->sock);
-		id->sock = -1;
+		hang_up(id, w);
 		break;
 	case MSG_DREQ:
 		uro_cm_send(id->sock, MSG_DREP, NULL, 0, NULL, 0);
@@ -253,17 +318,24 @@ static void on_hangup(struct watch *w)
 		drop(w);
 		return;
 	}
-	if (id->state == CM_CONNECTING) {
-		id->state = CM_DISCONNECTED;
-		uro_cm_post(id, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET, NULL, 0, NULL);
-		drop(w);
-		close(id->sock);
-		id->sock = -1;
+	/* Before the RTU, the connection was never established: the passive
+	 * side hears CONNECT_ERROR, as from a CM whose REP went unanswered. */
+	if (id->state == CM_CONNECTING || id->state == CM_ACCEPTING) {
+		failed(id, w, RDMA_CM_EVENT_CONNECT_ERROR, ECONNRESET);
 		return;
 	}
-	if (id->state == CM_ACCEPTING)
-		id->state = CM_CONNECTED; /* so that the owner hears of it */
 	to_disconnected(id, w);
+}
+
+/* A listener whose accept failed for want of fds sleeps a moment rather
+ * than spin on the connection it cannot take (the kernel keeps it
+ * queued). */
+static void pause_listener(struct watch *lw)
+{
+	struct epoll_event ev = {.events = 0, .data.ptr = lw};
+
+	epoll_ctl(epfd, EPOLL_CTL_MOD, lw->sock, &ev);
+	set_deadline(lw, ACCEPT_PAUSE_MS);
 }
 
 static void on_listener(struct watch *lw)
@@ -272,8 +344,11 @@ static void on_listener(struct watch *lw)
 	struct watch *w;
 	int one = 1;
 
-	if (s < 0)
+	if (s < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			pause_listener(lw);
 		return;
+	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		close(s);
@@ -283,34 +358,94 @@ static void on_listener(struct watch *lw)
 	w->sock = s;
 	w->listener = lw->id;
 	arm(w);
+	set_deadline(w, URO_CM_RESPONSE_MS); /* for its REQ */
+}
+
+/* A deadline passed: what the watch waited for did not come. */
+static void on_timeout(struct watch *w)
+{
+	struct uro_cm_id *id = w->id;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = w};
+
+	w->deadline_ms = 0;
+	if (!id) { /* an accepted connection that sent no request */
+		close(w->sock);
+		drop(w);
+	} else if (id->state == CM_LISTEN) {
+		epoll_ctl(epfd, EPOLL_CTL_MOD, w->sock, &ev);
+	} else if (id->state == CM_CONNECTING) {
+		failed(id, w, RDMA_CM_EVENT_UNREACHABLE, ETIMEDOUT);
+	} else if (id->state == CM_ACCEPTING) {
+		failed(id, w, RDMA_CM_EVENT_CONNECT_ERROR, ETIMEDOUT);
+	}
+}
+
+/* Handles the deadlines that passed; returns the wait until the next one
+ * (-1: none). */
+static int expire(void)
+{
+	uint64_t now = now_ms(), next = UINT64_MAX;
+	struct watch *w = live;
+
+	while (w) {
+		struct watch *after = w->next_live; /* w may be dropped */
+
+		if (w->deadline_ms && w->deadline_ms <= now)
+			on_timeout(w);
+		else if (w->deadline_ms && w->deadline_ms < next)
+			next = w->deadline_ms;
+		w = after;
+	}
+	return next == UINT64_MAX ? -1 : (int)(next - now);
+}
+
+static void on_readable(struct watch *w)
+{
+	int r;
+
+	if (w->id && w->id->state == CM_LISTEN) {
+		on_listener(w);
+		return;
+	}
+	r = uro_cm_recv(w->sock, &w->msg, &w->have);
+	if (r < 0)
+		on_hangup(w);
+	else if (r > 0 && w->listener)
+		on_request(w, &w->msg);
+	else if (r > 0)
+		on_message(w, &w->msg);
+}
+
+/* A deadline moved: the wait is recomputed after this batch. */
+static void take_wake(void)
+{
+	uint64_t count;
+	ssize_t r = read(wake_fd, &count, sizeof(count));
+
+	(void)r;
 }
 
 static void *loop(void *arg)
 {
 	struct epoll_event evs[16];
 
+	int wait_ms = -1;
+
 	(void)arg;
 	for (;;) {
-		int n = epoll_wait(epfd, evs, 16, -1);
+		int n = epoll_wait(epfd, evs, 16, wait_ms);
 
 		for (int i = 0; i < n; i++) {
 			struct watch *w = evs[i].data.ptr;
-			struct uro_cm_msg m;
-
 			pthread_mutex_lock(&cm_lock);
-			if (w->dead)
-				; /* its id was destroyed after epoll returned */
-			else if (w->id && w->id->state == CM_LISTEN)
-				on_listener(w);
-			else if (uro_cm_recv(w->sock, &m))
-				on_hangup(w);
-			else if (w->listener)
-				on_request(w, &m);
-			else
-				on_message(w, &m);
+			if (!w)
+				take_wake();
+			else if (!w->dead) /* else its id was destroyed after epoll returned */
+				on_readable(w);
 			pthread_mutex_unlock(&cm_lock);
 		}
 		pthread_mutex_lock(&cm_lock);
+		wait_ms = expire();
 		bury();
 		pthread_mutex_unlock(&cm_lock);
 	}
@@ -325,11 +460,19 @@ static void start(void)
 
 	if (epfd >= 0 && thread_pid == getpid())
 		return;
-	if (epfd >= 0)
+	if (epfd >= 0) {
 		close(epfd); /* the parent's; its registrations stay the parent's */
-	graveyard = NULL;    /* the parent's too */
+		close(wake_fd);
+	}
+	graveyard = live = NULL; /* the parent's too */
 	thread_pid = getpid();
 	epfd = epoll_create1(EPOLL_CLOEXEC);
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (epfd >= 0 && wake_fd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+
+		epoll_ctl(epfd, EPOLL_CTL_ADD, wake_fd, &ev);
+	}
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	if (epfd >= 0)
@@ -370,4 +513,11 @@ void uro_cm_unwatch(struct uro_cm_id *id)
 {
 	if (id->watch)
 		drop(id->watch);
+}
+
+/* Called with the CM lock held. */
+void uro_cm_expect_answer(struct uro_cm_id *id)
+{
+	if (id->watch)
+		set_deadline(id->watch, URO_CM_RESPONSE_MS);
 }

@@ -20,8 +20,9 @@ static void my_side(struct uro_cm_id *cm, struct uro_cm_peer *me)
 	me->qkey = URO_UDP_QKEY;
 	me->responder_resources = cm->param.responder_resources;
 	me->initiator_depth = cm->param.initiator_depth;
-	me->retry_count = cm->param.retry_count;
-	me->rnr_retry = cm->param.rnr_retry_count;
+	/* 3-bit fields on the wire (IBTA 12.6.5); 7 is the most there is. */
+	me->retry_count = cm->param.retry_count > 7 ? 7 : cm->param.retry_count;
+	me->rnr_retry = cm->param.rnr_retry_count > 7 ? 7 : cm->param.rnr_retry_count;
 	me->srq = cm->id.srq != NULL || cm->param.srq;
 	me->gid = cm->path.sgid;
 	if (cm->id.verbs && ibv_query_port(cm->id.verbs, 1, &port) == 0)
@@ -109,6 +110,8 @@ URO_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param
 	if (!rc) {
 		cm->state = CM_CONNECTING;
 		rc = uro_cm_watch(cm);
+		if (!rc)
+			uro_cm_expect_answer(cm); /* the REP, or an MRA */
 	}
 	uro_cm_unlock();
 	if (rc)
@@ -140,6 +143,8 @@ URO_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 			 param ? param->private_data : NULL, param ? param->private_data_len : 0);
 	if (ud)
 		hang_up(cm); /* SIDR is one exchange: the datagram QP stays as it is */
+	else
+		uro_cm_expect_answer(cm); /* the RTU */
 	uro_cm_unlock();
 	if (rc)
 		return uro_cm_err(ECONNRESET);

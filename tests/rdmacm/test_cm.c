@@ -7,13 +7,18 @@
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../src/rdmacm/cm.h"
 #include "../check.h"
 
 static int port;
+/* The servers write here the type of each event that ends a connection
+ * attempt other than CONNECT_REQUEST and DISCONNECTED. */
+static int report[2];
 
 static struct sockaddr_in addr_of(int p)
 {
@@ -96,6 +101,17 @@ static void serve(int p, enum server_mode mode, int ready_fd, int cycles)
 			rdma_destroy_id(id);
 			done++;
 			break;
+		case RDMA_CM_EVENT_CONNECT_ERROR: {
+			char t = (char)ev->event;
+
+			rdma_ack_cm_event(ev);
+			if (write(report[1], &t, 1) != 1)
+				_exit(4);
+			rdma_destroy_qp(id);
+			rdma_destroy_id(id);
+			done++;
+			break;
+		}
 		default:
 			rdma_ack_cm_event(ev);
 			break;
@@ -233,6 +249,159 @@ static void test_addr_error(void)
 	unlink(conf);
 }
 
+/* A raw TCP connection to the test's listener, speaking the CM's wire
+ * format by hand as a hostile or broken peer would. */
+static int raw_connect(void)
+{
+	struct sockaddr_in a = addr_of(port);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a))) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+static int raw_send(int s, enum uro_cm_msg_type type, uint32_t qpn, uint8_t pdata_len)
+{
+	struct uro_cm_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.magic = URO_CM_MAGIC;
+	m.type = (uint8_t)type;
+	m.peer.qpn = qpn;
+	m.peer.retry_count = m.peer.rnr_retry = 7;
+	m.pdata_len = pdata_len;
+	return send(s, &m, sizeof(m), MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -1;
+}
+
+/* The next message the listener sends on s within ms: its type, 0 when
+ * the connection closed, -1 on timeout. */
+static int raw_next(int s, int ms)
+{
+	struct pollfd p = {.fd = s, .events = POLLIN};
+	struct uro_cm_msg m;
+	size_t have = 0;
+
+	while (have < sizeof(m)) {
+		ssize_t n;
+
+		if (poll(&p, 1, ms) != 1)
+			return -1;
+		n = recv(s, (char *)&m + have, sizeof(m) - have, 0);
+		if (n <= 0)
+			return 0;
+		have += (size_t)n;
+	}
+	return m.type;
+}
+
+/* Issue 9 item 19: a REQ whose fields no CM could send (196 bytes of
+ * private data on RC, where 56 is the limit; QPN 0xffffffff) and a SIDR
+ * REQ on an RC listener reach no program: the listener closes the first
+ * and rejects the second, and a genuine client is the server's first
+ * request. */
+static void test_forged_requests(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_REJECT, 1);
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+	int s = raw_connect();
+
+	CHECK_EQ(raw_send(s, MSG_REQ, 0xffffffff, URO_PDATA_REP), 0);
+	CHECK_EQ(raw_next(s, 2000), 0);
+	close(s);
+	s = raw_connect();
+	CHECK_EQ(raw_send(s, MSG_SIDR_REQ, 0x2000, 0), 0);
+	CHECK_EQ(raw_next(s, 2000), MSG_REJ);
+	close(s);
+	CHECK_EQ(client_connect(ch, &id, &ev), RDMA_CM_EVENT_REJECTED);
+	if (ev) {
+		CHECK_EQ(ev->status, 28); /* the server's own rejection, not "no listener" */
+		rdma_ack_cm_event(ev);
+	}
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	waitpid(pid, NULL, 0);
+}
+
+/* Issue 9 item 16: a peer that sends part of a message and stays stalls
+ * nobody: a genuine client connects meanwhile, and the silent connection
+ * is closed once the CM response timeout passes. */
+static void test_partial_message(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_ACCEPT, 2); /* alive after the client */
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+	int s = raw_connect();
+
+	CHECK_EQ(send(s, "0123456789", 10, MSG_NOSIGNAL), 10);
+	usleep(100000);
+	CHECK_EQ(client_connect(ch, &id, &ev), RDMA_CM_EVENT_ESTABLISHED);
+	if (ev) {
+		rdma_ack_cm_event(ev);
+		rdma_disconnect(id);
+		CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
+	}
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	CHECK_EQ(raw_next(s, URO_CM_RESPONSE_MS + 3000), 0);
+	close(s);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Issue 9 item 17: the active side goes after the REP and before its RTU:
+ * the passive side was never connected, and hears CONNECT_ERROR. */
+static void test_gone_before_rtu(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_ACCEPT, 1);
+	struct rdma_cm_id *id = NULL;
+	struct pollfd p = {.fd = report[0], .events = POLLIN};
+	char t = 0;
+	int s;
+
+	CHECK_EQ(client_prepare(ch, &id), 0); /* a real QP for the server to aim at */
+	s = raw_connect();
+	CHECK_EQ(raw_send(s, MSG_REQ, id->qp->qp_num, 0), 0);
+	CHECK_EQ(raw_next(s, 2000), MSG_MRA);
+	CHECK_EQ(raw_next(s, 2000), MSG_REP);
+	close(s);
+	CHECK_EQ(poll(&p, 1, 5000), 1);
+	CHECK_EQ(read(report[0], &t, 1), 1);
+	CHECK_EQ(t, RDMA_CM_EVENT_CONNECT_ERROR);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	waitpid(pid, NULL, 0);
+}
+
+/* Issue 9 item 18: a server that is stopped never answers the REQ: the
+ * client hears UNREACHABLE (ETIMEDOUT) after the CM response timeout, not
+ * never. */
+static void test_stopped_server(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_ACCEPT, 1);
+	struct rdma_conn_param cp = conn_param();
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id = NULL;
+
+	kill(pid, SIGSTOP);
+	CHECK_EQ(client_prepare(ch, &id), 0);
+	CHECK_EQ(rdma_connect(id, &cp), 0);
+	ev = next_event(ch, URO_CM_RESPONSE_MS + 3000);
+	CHECK(ev != NULL);
+	if (ev) {
+		CHECK_EQ(ev->event, RDMA_CM_EVENT_UNREACHABLE);
+		CHECK_EQ(ev->status, -ETIMEDOUT);
+		rdma_ack_cm_event(ev);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
 static void test_listener_killed(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_STALL, 1);
@@ -322,11 +491,15 @@ int main(void)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 
 	port = 21000 + getpid() % 20000;
-	if (!ch)
+	if (!ch || pipe(report))
 		return 1;
 	test_rejected(ch);
 	test_no_listener(ch);
 	test_addr_error();
+	test_forged_requests(ch);
+	test_partial_message(ch);
+	test_gone_before_rtu(ch);
+	test_stopped_server(ch);
 	test_listener_killed(ch);
 	test_peer_killed(ch);
 	test_cycles(ch);
