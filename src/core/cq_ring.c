@@ -46,7 +46,13 @@ uint32_t uro_cq_pending(const struct uro_seg_cq *cq)
 
 int uro_cq_take_arm(struct uro_seg_cq *cq, int solicited)
 {
-	uint32_t armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
+	uint32_t armed;
+
+	/* The entry just published must be visible before the arm is read
+	 * (a store then a load: only a full fence orders them; ibv_req_notify_cq
+	 * pairs with it). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
 
 	/* armed 1 fires on any completion, 2 only on a solicited one or an
 	 * error (IBTA 11.4.2.2); the CAS makes exactly one producer fire. */

@@ -101,8 +101,12 @@ int uro_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct uro_cq *cq = to_ucq(ibcq);
 
-	/* 1 = next completion, 2 = next solicited one (IBTA 11.4.2.2). */
-	__atomic_store_n(&cq->pub->armed, solicited_only ? 2u : 1u, __ATOMIC_RELEASE);
+	/* 1 = next completion, 2 = next solicited one (IBTA 11.4.2.2).
+	 * Sequentially consistent, as is the producer's fence in
+	 * uro_cq_take_arm: the program polls after arming, the producer checks
+	 * the arm after publishing, and without both orders each could miss
+	 * the other (a completion nobody is woken for). */
+	__atomic_store_n(&cq->pub->armed, solicited_only ? 2u : 1u, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
