@@ -261,6 +261,11 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 		st =
 		    move_status(t->peer, move(t->peer, 1, liov, nl, riov, trim(riov, nr, len), len),
 				IBV_WC_REM_OP_ERR);
+		/* A receive buffer that cannot be written is the responder's
+		 * malformed WQE: its receive completes in error and its QP
+		 * enters ERR (IBTA 9.9.3.1.2), as Soft-RoCE reports it. */
+		if (st == IBV_WC_REM_OP_ERR)
+			return responder_error(t, &e, IBV_WC_LOC_QP_OP_ERR, IBV_WC_REM_OP_ERR);
 		if (st != IBV_WC_SUCCESS)
 			return st;
 	}

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -411,6 +412,35 @@ static void test_local_errors(void)
 	CHECK_EQ(poll_one(A.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
 	CHECK_EQ(state_of(B.qp), IBV_QPS_ERR);
+}
+
+/* Issue 9 item 7: a SEND whose receive buffer is no longer mapped (the
+ * owner unmapped it after registering) fails on both sides: the requester
+ * sees a remote operational error, the responder's receive completes in
+ * error and its QP enters ERR; no receive is lost. */
+static void test_unplaceable_send(void)
+{
+	const size_t page = 4096;
+	uint8_t *m = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr = ibv_reg_mr(B.pd, m, page, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = {.addr = (uintptr_t)m, .length = 256, .lkey = mr ? mr->lkey : 0};
+	struct ibv_recv_wr rwr = {.wr_id = 71, .sg_list = &sge, .num_sge = 1}, *rbad;
+	struct ibv_wc wc;
+
+	CHECK(mr != NULL);
+	reconnect(7, 1);
+	munmap(m, page);
+	CHECK_EQ(ibv_post_recv(B.qp, &rwr, &rbad), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 200, A.mr->lkey, 0, 0, 72), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_REM_OP_ERR);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 71);
+	CHECK_EQ(wc.status, IBV_WC_LOC_QP_OP_ERR);
+	CHECK_EQ(state_of(B.qp), IBV_QPS_ERR);
+	if (mr)
+		ibv_dereg_mr(mr);
+	reconnect(7, 1);
 }
 
 static void test_rnr(void)
@@ -1043,6 +1073,7 @@ int main(void)
 	test_staged_sends();
 	test_remote_access_errors();
 	test_local_errors();
+	test_unplaceable_send();
 	test_rnr();
 	test_flush();
 	test_post_errors();
