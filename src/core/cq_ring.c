@@ -2,7 +2,8 @@
 
 #include <string.h>
 
-int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, const struct uro_cqe *e)
+int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, uint32_t size,
+		   const struct uro_cqe *e)
 {
 	uint32_t t = __atomic_load_n(&cq->tail, __ATOMIC_RELAXED);
 	struct uro_cqe *slot;
@@ -10,11 +11,11 @@ int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, const struct uro
 	do {
 		uint32_t h = __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE);
 
-		if (t - h >= cq->size)
+		if (t - h >= size)
 			return -1;
 	} while (!__atomic_compare_exchange_n(&cq->tail, &t, t + 1, 0, __ATOMIC_ACQ_REL,
 					      __ATOMIC_RELAXED));
-	slot = &ring[t % cq->size];
+	slot = &ring[t % size];
 	memcpy(slot, e, offsetof(struct uro_cqe, seq));
 	/* The second line only when it carries something. */
 	if (e->staged_len) {

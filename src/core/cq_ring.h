@@ -8,8 +8,10 @@
 #include "cqe.h"
 #include "segment_layout.h"
 
-/* 0, or -1 when the ring is full: a CQ overrun (IBTA 11.4.2.1). */
-int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, const struct uro_cqe *e);
+/* 0, or -1 when the ring of size entries is full: a CQ overrun (IBTA
+ * 11.4.2.1). ring and size are the producer's checked reading of cq. */
+int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, uint32_t size,
+		   const struct uro_cqe *e);
 /* The next entry to poll, or NULL. */
 struct uro_cqe *uro_cq_peek(struct uro_seg_cq *cq, struct uro_cqe *ring);
 void uro_cq_consume(struct uro_seg_cq *cq);

@@ -6,8 +6,11 @@ static void unbind(struct uro_peer *p, struct uro_seg_mr *mw)
 {
 	if (!mw->bound)
 		return;
+	struct uro_seg_mr *parent = uro_peer_mr(p, mw->parent);
+
 	__atomic_store_n(&mw->bound, 0, __ATOMIC_RELEASE);
-	__atomic_sub_fetch(&p->mr[mw->parent].windows, 1, __ATOMIC_RELEASE);
+	if (parent)
+		__atomic_sub_fetch(&parent->windows, 1, __ATOMIC_RELEASE);
 }
 
 /* A window may give remote write or atomic access only over a region the

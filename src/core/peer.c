@@ -5,17 +5,24 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "registry.h"
 
+/* The tables sit where every segment has them; a header's own offsets,
+ * written by whoever could write the segment, are never followed. */
 static void set_tables(struct uro_peer *p)
 {
+	struct uro_seg_header layout;
+
+	uro_seg_table_offsets(&layout);
 	p->hdr = (struct uro_seg_header *)p->base;
-	p->qp = (struct uro_seg_qp *)(p->base + p->hdr->qp_off);
-	p->cq = (struct uro_seg_cq *)(p->base + p->hdr->cq_off);
-	p->srq = (struct uro_seg_srq *)(p->base + p->hdr->srq_off);
-	p->mr = (struct uro_seg_mr *)(p->base + p->hdr->mr_off);
+	p->qp = (struct uro_seg_qp *)(p->base + layout.qp_off);
+	p->cq = (struct uro_seg_cq *)(p->base + layout.cq_off);
+	p->srq = (struct uro_seg_srq *)(p->base + layout.srq_off);
+	p->mr = (struct uro_seg_mr *)(p->base + layout.mr_off);
+	p->arena_off = layout.arena_off;
 }
 
 void uro_peer_self(struct uro_peer *p, struct uro_segment *own, unsigned slot)
@@ -29,40 +36,72 @@ void uro_peer_self(struct uro_peer *p, struct uro_segment *own, unsigned slot)
 	set_tables(p);
 }
 
-static int header_ok(const struct uro_seg_header *h, unsigned slot, pid_t pid, size_t size)
+static int header_ok(const struct uro_seg_header *h, unsigned slot, pid_t pid)
 {
 	return h->magic == URO_SEG_MAGIC && h->version == URO_SEG_VERSION && h->slot == slot &&
-	       h->pid == pid && h->size == size && h->arena_off < size;
+	       h->pid == pid && h->size == uro_seg_size();
+}
+
+/* The registry's record says where a slot's segment is, but anyone can
+ * write the registry: what is believed is what the kernel says. The
+ * process must be this user's (the owner of /proc/<pid>), and the fd a
+ * uroce segment's memfd of this user, of a segment's size. */
+static int open_segment(const struct uro_slot_record *rec, int *fd_out)
+{
+	char path[64], link[64];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d", rec->pid);
+	if (rec->pid <= 0 || stat(path, &st))
+		return -ESRCH;
+	if (st.st_uid != getuid())
+		return -EACCES;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", rec->pid, rec->seg_fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	link[n] = 0;
+	if (strncmp(link, "/memfd:uroce-seg-", 17))
+		return -ESRCH;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != getuid() ||
+	    (uint64_t)st.st_size != uro_seg_size()) {
+		close(fd);
+		return -ESRCH;
+	}
+	*fd_out = fd;
+	return 0;
 }
 
 int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot)
 {
 	struct uro_slot_record rec;
-	char path[64];
+	size_t size = uro_seg_size();
 	void *base;
-	int fd;
+	int fd = -1, err;
 
 	memset(p, 0, sizeof(*p));
 	p->slot = slot;
 	if (uro_registry_lookup(registry_dir, slot, &rec) != 1 || rec.magic != URO_REGISTRY_MAGIC)
 		return -ESRCH;
-	if (rec.uid != (uint32_t)getuid())
-		return -EACCES;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", rec.pid, rec.seg_fd);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	base = mmap(NULL, rec.seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = open_segment(&rec, &fd);
+	if (err)
+		return err;
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (base == MAP_FAILED)
 		return -errno;
-	if (!header_ok(base, slot, rec.pid, rec.seg_size)) {
-		munmap(base, rec.seg_size);
+	if (!header_ok(base, slot, rec.pid)) {
+		munmap(base, size);
 		return -ESRCH;
 	}
 	p->pid = rec.pid;
 	p->base = base;
-	p->size = rec.seg_size;
+	p->size = size;
 	set_tables(p);
 	return 0;
 }

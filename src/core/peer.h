@@ -19,6 +19,7 @@ struct uro_peer {
 	int dead; /* the process is gone: every request to it fails */
 	uint8_t *base;
 	size_t size;
+	uint64_t arena_off; /* where its rings may be */
 	struct uro_seg_header *hdr;
 	struct uro_seg_qp *qp;
 	struct uro_seg_cq *cq;
@@ -42,9 +43,33 @@ void uro_peer_detach(struct uro_peer *p);
  * remote_fd, or -1. */
 int uro_peer_pipe(struct uro_peer *p, int remote_fd);
 
-static inline void *uro_peer_ptr(const struct uro_peer *p, uint64_t off)
+/* Every index and offset read from a segment is checked before use: the
+ * owner's process wrote it, and nothing it writes may make this one read
+ * or write outside the mapping (design.md 3). */
+
+/* [off, off+len) of the segment's arena, or NULL. */
+static inline void *uro_peer_range(const struct uro_peer *p, uint64_t off, uint64_t len)
 {
+	if (off < p->arena_off || off > p->size || len > p->size - off)
+		return NULL;
 	return p->base + off;
+}
+
+/* Table entries by index: NULL when the index is out of the table. SRQs
+ * are named 1-based, 0 being "none". */
+static inline struct uro_seg_cq *uro_peer_cq(const struct uro_peer *p, uint32_t index)
+{
+	return index < URO_MAX_CQ ? &p->cq[index] : NULL;
+}
+
+static inline struct uro_seg_srq *uro_peer_srq(const struct uro_peer *p, uint32_t one_based)
+{
+	return one_based && one_based <= URO_MAX_SRQ ? &p->srq[one_based - 1] : NULL;
+}
+
+static inline struct uro_seg_mr *uro_peer_mr(const struct uro_peer *p, uint32_t index)
+{
+	return index < URO_MAX_MR ? &p->mr[index] : NULL;
 }
 
 #endif

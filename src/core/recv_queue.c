@@ -31,7 +31,7 @@ int uro_rq_post(struct uro_seg_rq *rq, uint8_t *ring, const struct ibv_recv_wr *
 	return 0;
 }
 
-int uro_rq_take(struct uro_seg_rq *rq, const uint8_t *ring, struct uro_recv *out)
+int uro_rq_take(struct uro_seg_rq *rq, const struct uro_rq_view *v, struct uro_recv *out)
 {
 	uint32_t h = __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
 
@@ -42,9 +42,9 @@ int uro_rq_take(struct uro_seg_rq *rq, const uint8_t *ring, struct uro_recv *out
 			return -1;
 		/* The owner cannot reuse entry h until head has passed it, so
 		 * the copy is good if the CAS below succeeds. */
-		e = (const struct uro_recv_wqe *)(ring + (size_t)(h % rq->size) * rq->stride);
+		e = (const struct uro_recv_wqe *)(v->ring + (size_t)(h % v->size) * v->stride);
 		out->wr_id = e->wr_id;
-		out->num_sge = e->num_sge <= rq->max_sge ? e->num_sge : rq->max_sge;
+		out->num_sge = e->num_sge <= v->max_sge ? e->num_sge : v->max_sge;
 		memcpy(out->sge, e->sge, out->num_sge * sizeof(struct ibv_sge));
 		if (__atomic_compare_exchange_n(&rq->head, &h, h + 1, 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))

@@ -24,8 +24,15 @@ struct uro_recv {
 uint32_t uro_rq_stride(uint32_t max_sge);
 /* 0, or -1 when the queue is full. */
 int uro_rq_post(struct uro_seg_rq *rq, uint8_t *ring, const struct ibv_recv_wr *wr);
+/* A queue's shape as a taker reads it once from the segment: the fields
+ * the owner could change between two reads are read here only. */
+struct uro_rq_view {
+	const uint8_t *ring;
+	uint32_t size, stride, max_sge;
+};
+
 /* 0 and *out filled, or -1 when nothing is posted. */
-int uro_rq_take(struct uro_seg_rq *rq, const uint8_t *ring, struct uro_recv *out);
+int uro_rq_take(struct uro_seg_rq *rq, const struct uro_rq_view *v, struct uro_recv *out);
 uint32_t uro_rq_count(const struct uro_seg_rq *rq);
 
 #endif

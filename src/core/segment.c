@@ -44,7 +44,7 @@ static void init_atomic_lock(pthread_mutex_t *m)
 
 /* Where each table starts: the one layout both the size and the
  * mapping are computed from. */
-static void table_offsets(struct uro_seg_header *h)
+void uro_seg_table_offsets(struct uro_seg_header *h)
 {
 	size_t off = align_up(sizeof(*h), 4096);
 
@@ -68,17 +68,17 @@ static void lay_out(struct uro_segment *s, unsigned slot)
 	h->pid = (int32_t)getpid();
 	h->uid = (uint32_t)getuid();
 	h->size = s->size;
-	table_offsets(h);
+	uro_seg_table_offsets(h);
 	h->async_wfd = -1;
 	init_atomic_lock(&h->atomic_lock);
 }
 
-static size_t tables_size(void)
+size_t uro_seg_size(void)
 {
 	struct uro_seg_header h;
 
-	table_offsets(&h);
-	return h.arena_off;
+	uro_seg_table_offsets(&h);
+	return h.arena_off + URO_ARENA_SIZE;
 }
 
 int uro_segment_create(struct uro_segment *s, unsigned slot)
@@ -87,7 +87,7 @@ int uro_segment_create(struct uro_segment *s, unsigned slot)
 
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
-	s->size = tables_size() + URO_ARENA_SIZE;
+	s->size = uro_seg_size();
 	snprintf(name, sizeof(name), "uroce-seg-%u", slot);
 	/* A memfd is private to its owner's user (peers open it through
 	 * /proc/<pid>/fd, which needs the owner's credentials) and disappears

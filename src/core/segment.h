@@ -22,6 +22,11 @@ struct uro_segment {
 };
 
 int uro_segment_create(struct uro_segment *s, unsigned slot);
+/* Where every segment's tables are: they are fixed, so a peer's are
+ * computed here, never read from its header. */
+void uro_seg_table_offsets(struct uro_seg_header *h);
+/* A segment's size: the tables and the arena. */
+size_t uro_seg_size(void);
 void uro_segment_destroy(struct uro_segment *s);
 
 /* Ring memory: a 64-byte aligned offset into the segment, 0 on failure. */

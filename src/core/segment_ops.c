@@ -18,7 +18,7 @@ const struct uro_seg_mr *uro_mr_lookup(const struct uro_peer *p, uint32_t key, i
 
 	if ((key >> 8) == 0 || index >= URO_MAX_MR)
 		return NULL;
-	mr = &p->mr[index];
+	mr = uro_peer_mr(p, index);
 	if (!__atomic_load_n(&mr->in_use, __ATOMIC_ACQUIRE) ||
 	    (remote ? mr->rkey : mr->lkey) != key)
 		return NULL;
@@ -89,14 +89,36 @@ static void check_srq_limit(struct uro_peer *p, struct uro_seg_srq *srq)
 		uro_raise_event(p, IBV_EVENT_SRQ_LIMIT_REACHED, srq->token);
 }
 
+/* A receive queue's shape, read once and checked: a ring inside the
+ * arena, entries wide enough for the SGEs they claim. */
+static int rq_view(const struct uro_peer *p, const struct uro_seg_rq *rq, struct uro_rq_view *v)
+{
+	uint64_t ring = __atomic_load_n(&rq->ring, __ATOMIC_RELAXED);
+
+	v->size = __atomic_load_n(&rq->size, __ATOMIC_RELAXED);
+	v->stride = __atomic_load_n(&rq->stride, __ATOMIC_RELAXED);
+	v->max_sge = __atomic_load_n(&rq->max_sge, __ATOMIC_RELAXED);
+	if (!v->size || v->max_sge > URO_MAX_SGE || v->stride < uro_rq_stride(v->max_sge))
+		return -1;
+	v->ring = uro_peer_range(p, ring, (uint64_t)v->size * v->stride);
+	return v->ring ? 0 : -1;
+}
+
+static int take_from(struct uro_peer *p, struct uro_seg_rq *rq, struct uro_recv *out)
+{
+	struct uro_rq_view v;
+
+	return rq_view(p, rq, &v) ? -1 : uro_rq_take(rq, &v, out);
+}
+
 int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *out)
 {
 	struct uro_seg_srq *srq;
 
 	if (!qp->srq)
-		return uro_rq_take(&qp->rq, uro_peer_ptr(p, qp->rq.ring), out);
-	srq = &p->srq[qp->srq - 1];
-	if (uro_rq_take(&srq->rq, uro_peer_ptr(p, srq->rq.ring), out))
+		return take_from(p, &qp->rq, out);
+	srq = uro_peer_srq(p, qp->srq);
+	if (!srq || take_from(p, &srq->rq, out))
 		return -1;
 	check_srq_limit(p, srq);
 	return 0;
@@ -146,9 +168,16 @@ void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint64_t toke
 
 void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e, int solicited)
 {
-	struct uro_seg_cq *cq = &p->cq[cq_index];
+	struct uro_seg_cq *cq = uro_peer_cq(p, cq_index);
+	uint32_t size = cq ? __atomic_load_n(&cq->size, __ATOMIC_RELAXED) : 0;
+	struct uro_cqe *ring = size
+				   ? uro_peer_range(p, __atomic_load_n(&cq->ring, __ATOMIC_RELAXED),
+						    (uint64_t)size * sizeof(*ring))
+				   : NULL;
 
-	if (uro_cq_produce(cq, uro_peer_ptr(p, cq->ring), e)) {
+	if (!ring)
+		return; /* no such CQ: the owner's tables are not a CQ's */
+	if (uro_cq_produce(cq, ring, size, e)) {
 		if (!cq->ignore_overrun)
 			uro_raise_event(p, IBV_EVENT_CQ_ERR, cq->token);
 		return;
@@ -166,7 +195,7 @@ void uro_flush_rq(struct uro_peer *p, struct uro_seg_qp *qp)
 	e.status = IBV_WC_WR_FLUSH_ERR;
 	e.opcode = IBV_WC_RECV;
 	e.qp_num = qp->qpn;
-	while (uro_rq_take(&qp->rq, uro_peer_ptr(p, qp->rq.ring), &r) == 0) {
+	while (take_from(p, &qp->rq, &r) == 0) {
 		e.wr_id = r.wr_id;
 		uro_deliver(p, qp->recv_cq, &e, 0);
 	}

@@ -120,6 +120,7 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 	uint8_t grh[GRH_BYTES];
 	struct uro_peer *p = NULL;
 	struct uro_seg_qp *t;
+	const struct uro_seg_srq *srq;
 	struct uro_recv r;
 	struct uro_cqe e;
 	uint64_t cap;
@@ -153,7 +154,8 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 		e.imm_data = wr->imm_data;
 		e.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	if (uro_sge_iov(p, t->srq ? p->srq[t->srq - 1].pd : t->pd, r.sge, r.num_sge, 1, riov, &nr,
+	srq = uro_peer_srq(p, t->srq);
+	if (uro_sge_iov(p, t->srq ? (srq ? srq->pd : 0) : t->pd, r.sge, r.num_sge, 1, riov, &nr,
 			&cap)) {
 		e.status = IBV_WC_LOC_PROT_ERR;
 	} else if (cap < GRH_BYTES + len) {

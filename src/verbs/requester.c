@@ -205,7 +205,10 @@ static int connected_target(struct uro_context *ctx, struct uro_qp *qp, struct t
 
 static uint32_t recv_pd(const struct target *t)
 {
-	return t->qp->srq ? t->peer->srq[t->qp->srq - 1].pd : t->qp->pd;
+	const struct uro_seg_srq *srq = uro_peer_srq(t->peer, t->qp->srq);
+
+	/* An SRQ that is not there has no PD, and no region matches 0. */
+	return t->qp->srq ? (srq ? srq->pd : 0) : t->qp->pd;
 }
 
 static void target_cqe(struct uro_cqe *e, const struct target *t, uint32_t src_qpn,

@@ -1,8 +1,15 @@
-/* The per-process segment: layout, arena allocation and reuse. */
+/* The per-process segment: layout, arena allocation and reuse; and what a
+ * peer believes of another process's segment (design.md 3). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check.h"
 #include "peer.h"
+#include "registry.h"
 #include "segment.h"
 
 static void test_layout(struct uro_segment *s)
@@ -54,6 +61,118 @@ static void test_ids(struct uro_segment *s)
 	CHECK_EQ(uro_index_take(&s->qp_ids), -1);
 }
 
+static char dir[] = "/tmp/uroce-seg-test-XXXXXX";
+
+/* Publishes rec for a slot this process claims in the test's registry. */
+static int publish(struct uro_slot *slot, struct uro_slot_record *rec)
+{
+	rec->magic = URO_REGISTRY_MAGIC;
+	return uro_registry_claim(dir, slot) || uro_registry_publish(slot, rec) ? -1 : 0;
+}
+
+/* Issue 9 item 2: a record pointing at a file the victim has open, with a
+ * header that looks right and table offsets far outside it, is not a
+ * segment: the peer refuses it rather than follow the offsets. */
+static void test_forged_header(void)
+{
+	char path[] = "/tmp/uroce-forged-XXXXXX";
+	int fd = mkstemp(path);
+	struct uro_seg_header h;
+	struct uro_slot slot;
+	struct uro_slot_record rec = {.pid = getpid(), .uid = (uint32_t)getuid()};
+	struct uro_peer peer;
+	int rc;
+
+	unlink(path);
+	CHECK_EQ(publish(&slot, &rec), 0);
+	memset(&h, 0, sizeof(h));
+	h.magic = URO_SEG_MAGIC;
+	h.version = URO_SEG_VERSION;
+	h.slot = slot.slot;
+	h.pid = getpid();
+	h.size = uro_seg_size();
+	h.qp_off = h.cq_off = h.srq_off = h.mr_off = 1ull << 46;
+	CHECK_EQ(pwrite(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	CHECK_EQ(ftruncate(fd, (off_t)uro_seg_size()), 0);
+	rec.seg_fd = fd;
+	rec.seg_size = uro_seg_size();
+	CHECK_EQ(uro_registry_publish(&slot, &rec), 0);
+	rc = uro_peer_attach(&peer, dir, slot.slot);
+	CHECK_EQ(rc, -ESRCH);
+	if (!rc) {
+		CHECK(peer.qp == (void *)(peer.base + 4096)); /* never past the mapping */
+		uro_peer_detach(&peer);
+	}
+	close(fd);
+	uro_registry_release(&slot);
+}
+
+/* A genuine segment is believed; an index or a ring offset read from it
+ * that points outside is refused before use. */
+static void test_checked_indices(void)
+{
+	struct uro_segment seg;
+	struct uro_slot slot;
+	struct uro_slot_record rec = {.pid = getpid(), .uid = (uint32_t)getuid()};
+	struct uro_peer peer;
+
+	CHECK_EQ(publish(&slot, &rec), 0);
+	CHECK_EQ(uro_segment_create(&seg, slot.slot), 0);
+	rec.seg_fd = seg.fd;
+	rec.seg_size = seg.size;
+	CHECK_EQ(uro_registry_publish(&slot, &rec), 0);
+	CHECK_EQ(uro_peer_attach(&peer, dir, slot.slot), 0);
+	CHECK(uro_peer_cq(&peer, URO_MAX_CQ) == NULL);
+	CHECK(uro_peer_srq(&peer, 0) == NULL);
+	CHECK(uro_peer_srq(&peer, URO_MAX_SRQ + 1) == NULL);
+	CHECK(uro_peer_mr(&peer, 0xffffffffu) == NULL);
+	CHECK(uro_peer_range(&peer, 0, 64) == NULL); /* the header is no ring */
+	CHECK(uro_peer_range(&peer, peer.size - 64, 128) == NULL);
+	CHECK(uro_peer_range(&peer, UINT64_MAX - 8, 64) == NULL);
+	CHECK(uro_peer_range(&peer, peer.arena_off, 4096) != NULL);
+	uro_peer_detach(&peer);
+	uro_segment_destroy(&seg);
+	uro_registry_release(&slot);
+}
+
+/* Issue 9 item 2: the uid a record states is not believed; a process of
+ * another user (made by the test when it runs as root) is refused with
+ * EACCES even when its record claims to be ours. */
+static void test_forged_uid(void)
+{
+	int fds[2];
+	struct uro_slot slot;
+	struct uro_slot_record rec = {.uid = (uint32_t)getuid()};
+	struct uro_peer peer;
+	pid_t pid;
+
+	if (getuid() != 0) {
+		printf("forged uid: skipped, needs root to create another user\n");
+		return;
+	}
+	CHECK_EQ(pipe(fds), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct uro_segment seg;
+
+		if (setgid(65534) || setuid(65534) || uro_segment_create(&seg, 1) ||
+		    write(fds[1], &seg.fd, sizeof(seg.fd)) != sizeof(seg.fd))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	CHECK_EQ(read(fds[0], &rec.seg_fd, sizeof(rec.seg_fd)), (ssize_t)sizeof(rec.seg_fd));
+	rec.pid = pid;
+	rec.seg_size = uro_seg_size();
+	CHECK_EQ(publish(&slot, &rec), 0);
+	CHECK_EQ(uro_peer_attach(&peer, dir, slot.slot), -EACCES);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	uro_registry_release(&slot);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 int main(void)
 {
 	struct uro_segment s;
@@ -63,5 +182,17 @@ int main(void)
 	test_arena(&s);
 	test_ids(&s);
 	uro_segment_destroy(&s);
+	if (!mkdtemp(dir))
+		return 1;
+	test_forged_header();
+	test_checked_indices();
+	test_forged_uid();
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "%s/uroce-registry", dir);
+		unlink(path);
+		rmdir(dir);
+	}
 	return check_report();
 }
