@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
+
 _Static_assert(sizeof(struct uro_slot_record) == 128, "registry record is 128 bytes");
 
 const char *uro_registry_dir(const char *dir)
@@ -19,19 +21,40 @@ const char *uro_registry_dir(const char *dir)
 	return env && *env ? env : "/dev/shm";
 }
 
+/* The registry is shared by every user, so anyone may have made what is
+ * at its path: a link to a file of ours, a FIFO, a file of theirs. Links
+ * are never followed, only a plain world-writable file with one name is
+ * used, and only a file this call created is chmodded (umask must not
+ * narrow it). */
 static int open_registry(const char *dir, int flags)
 {
 	char path[4096];
-	int fd;
+	struct stat st;
+	int fd = -1;
 
 	snprintf(path, sizeof(path), "%s/uroce-registry", uro_registry_dir(dir));
-	fd = open(path, flags | O_CLOEXEC, 0666);
-	if (fd < 0)
+	if (flags & O_CREAT) {
+		fd = open(path, flags | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd >= 0) {
+			(void)fchmod(fd, 0666);
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -1;
+	}
+	fd = open(path, (flags & ~O_CREAT) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno != ELOOP)
 		return -1;
-	/* Every user of the host shares the file; umask must not narrow it.
-	 * Only its creator may chmod, and only the creator needs to. */
-	if (flags & O_CREAT)
-		(void)fchmod(fd, 0666);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    (st.st_mode & 07777) != 0666) {
+		if (fd >= 0)
+			close(fd);
+		uro_warn("%s is not a registry uroce can trust (a link, not a plain file, or not "
+			 "world-writable 0666); remove it, or set UROCE_RUNTIME_DIR",
+			 path);
+		errno = EPERM;
+		return -1;
+	}
 	return fd;
 }
 

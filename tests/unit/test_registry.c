@@ -1,6 +1,9 @@
 /* The host registry: slots are exclusive while their owner lives and free
  * again the moment it dies, even by SIGKILL. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +84,48 @@ static void test_lookup_errors(void)
 	CHECK_EQ(uro_registry_lookup("/nonexistent-uroce", 1, &rec), 0);
 }
 
+/* Issue 9 item 1: what another user put at the registry's path is not
+ * followed, chmodded or written: a symlink or a second hard link to one of
+ * our private files, or a file of the wrong mode, is refused with EPERM,
+ * and the file is left as it was. */
+static void expect_refused_and_untouched(const char *victim)
+{
+	struct uro_slot s;
+	struct uro_slot_record rec;
+	struct stat st;
+
+	errno = 0;
+	CHECK_EQ(uro_registry_claim(dir, &s), -1);
+	CHECK_EQ(errno, EPERM);
+	CHECK_EQ(uro_registry_lookup(dir, 1, &rec), -1);
+	CHECK_EQ(stat(victim, &st), 0);
+	CHECK_EQ(st.st_mode & 07777, 0600);
+	CHECK_EQ(st.st_size, 6);
+}
+
+static void test_planted_registry(void)
+{
+	char victim[300], path[300];
+	int fd;
+
+	snprintf(victim, sizeof(victim), "%s/private", dir);
+	snprintf(path, sizeof(path), "%s/uroce-registry", dir);
+	fd = open(victim, O_RDWR | O_CREAT | O_EXCL, 0600);
+	CHECK_EQ(write(fd, "secret", 6), 6);
+	close(fd);
+	unlink(path);
+	CHECK_EQ(symlink(victim, path), 0);
+	expect_refused_and_untouched(victim);
+	unlink(path);
+	CHECK_EQ(link(victim, path), 0);
+	expect_refused_and_untouched(victim);
+	unlink(path);
+	unlink(victim);
+	CHECK_EQ(mkfifo(path, 0666), 0);
+	CHECK_EQ(uro_registry_claim(dir, &(struct uro_slot){0}), -1); /* no hang on a FIFO */
+	unlink(path);
+}
+
 int main(void)
 {
 	char path[256];
@@ -90,6 +135,7 @@ int main(void)
 	test_exclusive();
 	test_reclaim_after_kill();
 	test_lookup_errors();
+	test_planted_registry();
 	snprintf(path, sizeof(path), "%s/uroce-registry", dir);
 	unlink(path);
 	rmdir(dir);
