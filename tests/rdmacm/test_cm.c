@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -60,7 +61,18 @@ static struct ibv_qp_init_attr qp_attr(void)
 }
 
 /* The passive side: what to do with each request. */
-enum server_mode { SERVE_REJECT, SERVE_ACCEPT, SERVE_STALL };
+enum server_mode { SERVE_REJECT, SERVE_ACCEPT, SERVE_STALL, SERVE_FEW_FDS };
+
+static int open_fds(void);
+
+/* Leaves the process room for two more fds. */
+static void limit_fds(void)
+{
+	struct rlimit r;
+
+	r.rlim_cur = r.rlim_max = (rlim_t)open_fds() + 2;
+	setrlimit(RLIMIT_NOFILE, &r);
+}
 
 static void serve(int p, enum server_mode mode, int ready_fd, int cycles)
 {
@@ -70,8 +82,11 @@ static void serve(int p, enum server_mode mode, int ready_fd, int cycles)
 	int done = 0;
 
 	if (!ch || rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP) ||
-	    rdma_bind_addr(listen, (struct sockaddr *)&a) || rdma_listen(listen, 8) ||
-	    write(ready_fd, "r", 1) != 1)
+	    rdma_bind_addr(listen, (struct sockaddr *)&a) || rdma_listen(listen, 8))
+		_exit(1);
+	if (mode == SERVE_FEW_FDS)
+		limit_fds();
+	if (write(ready_fd, "r", 1) != 1)
 		_exit(1);
 	while (done < cycles) {
 		struct rdma_cm_event *ev;
@@ -402,6 +417,47 @@ static void test_stopped_server(struct rdma_event_channel *ch)
 	rdma_destroy_id(id);
 }
 
+/* CPU time a process has used, in clock ticks (proc(5): utime + stime). */
+static long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return -1;
+	return (long)(ut + st);
+}
+
+/* Issue 9 item 20: a listener whose fd table is full leaves the
+ * connection it cannot accept queued and sleeps, instead of spinning on
+ * it: over a second of that, the server uses a small part of a core. */
+static void test_fd_table_full(void)
+{
+	pid_t pid = start_server(SERVE_FEW_FDS, 1);
+	long hz = sysconf(_SC_CLK_TCK), before;
+	int s[8];
+
+	for (int i = 0; i < 8; i++)
+		s[i] = raw_connect();
+	usleep(200000);
+	before = cpu_ticks(pid);
+	sleep(1);
+	CHECK(before >= 0);
+	CHECK(cpu_ticks(pid) - before < hz / 5);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < 8; i++)
+		close(s[i]);
+}
+
 static void test_listener_killed(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_STALL, 1);
@@ -500,6 +556,7 @@ int main(void)
 	test_partial_message(ch);
 	test_gone_before_rtu(ch);
 	test_stopped_server(ch);
+	test_fd_table_full();
 	test_listener_killed(ch);
 	test_peer_killed(ch);
 	test_cycles(ch);
