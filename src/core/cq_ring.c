@@ -1,21 +1,57 @@
 #include "cq_ring.h"
 
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
-int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, uint32_t size,
-		   const struct uro_cqe *e)
+uint64_t uro_now_ns(void)
 {
-	uint32_t t = __atomic_load_n(&cq->tail, __ATOMIC_RELAXED);
-	struct uro_cqe *slot;
+	struct timespec ts;
 
-	do {
-		uint32_t h = __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
-		if (t - h >= size)
-			return -1;
-	} while (!__atomic_compare_exchange_n(&cq->tail, &t, t + 1, 0, __ATOMIC_ACQ_REL,
-					      __ATOMIC_RELAXED));
-	slot = &ring[t % size];
+static uint32_t distance(uint32_t from, uint32_t to)
+{
+	return (to - from) & URO_CQ_POS_MASK;
+}
+
+int uro_cq_reserve(struct uro_seg_cq *cq, uint32_t *pos)
+{
+	uint32_t t = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
+	uint64_t frozen_since = 0;
+
+	for (;;) {
+		uint32_t h, size;
+
+		if (t & URO_CQ_FROZEN) {
+			uint64_t now = uro_now_ns();
+
+			if (!frozen_since)
+				frozen_since = now;
+			else if (now - frozen_since > URO_CQ_WAIT_NS)
+				return URO_CQ_BUSY;
+			sched_yield();
+			t = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
+			continue;
+		}
+		h = __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) & URO_CQ_POS_MASK;
+		size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);
+		if (distance(h, t) >= size)
+			return URO_CQ_FULL;
+		if (__atomic_compare_exchange_n(&cq->tail, &t, (t + 1) & URO_CQ_POS_MASK, 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			*pos = t;
+			return 0;
+		}
+	}
+}
+
+void uro_cq_publish(struct uro_cqe *ring, uint32_t size, uint32_t pos, const struct uro_cqe *e)
+{
+	struct uro_cqe *slot = &ring[pos % size];
+
 	memcpy(slot, e, offsetof(struct uro_cqe, seq));
 	/* The second line only when it carries something. */
 	if (e->staged_len) {
@@ -23,8 +59,7 @@ int uro_cq_produce(struct uro_seg_cq *cq, struct uro_cqe *ring, uint32_t size,
 		slot->staged_addr = e->staged_addr;
 		memcpy(slot->staged, e->staged, e->staged_len);
 	}
-	__atomic_store_n(&slot->seq, t + 1, __ATOMIC_RELEASE);
-	return 0;
+	__atomic_store_n(&slot->seq, pos + 1, __ATOMIC_RELEASE);
 }
 
 struct uro_cqe *uro_cq_peek(struct uro_seg_cq *cq, struct uro_cqe *ring)
@@ -36,13 +71,38 @@ struct uro_cqe *uro_cq_peek(struct uro_seg_cq *cq, struct uro_cqe *ring)
 
 void uro_cq_consume(struct uro_seg_cq *cq)
 {
-	__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&cq->head, (cq->head + 1) & URO_CQ_POS_MASK, __ATOMIC_RELEASE);
 }
 
 uint32_t uro_cq_pending(const struct uro_seg_cq *cq)
 {
-	return __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) -
-	       __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE);
+	return distance(__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE),
+			__atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) & URO_CQ_POS_MASK);
+}
+
+uint32_t uro_cq_freeze(struct uro_seg_cq *cq, const struct uro_cqe *ring, int *all_published)
+{
+	uint32_t tail = __atomic_fetch_or(&cq->tail, URO_CQ_FROZEN, __ATOMIC_ACQ_REL);
+	uint64_t start = uro_now_ns();
+
+	*all_published = 1;
+	for (uint32_t p = cq->head; p != tail; p = (p + 1) & URO_CQ_POS_MASK) {
+		const struct uro_cqe *e = &ring[p % cq->size];
+
+		while (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != p + 1) {
+			if (uro_now_ns() - start > URO_CQ_WAIT_NS) {
+				*all_published = 0;
+				break;
+			}
+			sched_yield();
+		}
+	}
+	return tail;
+}
+
+void uro_cq_thaw(struct uro_seg_cq *cq, uint32_t tail)
+{
+	__atomic_store_n(&cq->tail, tail & URO_CQ_POS_MASK, __ATOMIC_RELEASE);
 }
 
 int uro_cq_take_arm(struct uro_seg_cq *cq, int solicited)

@@ -12,7 +12,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 4
+#define URO_SEG_VERSION 5
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 struct uro_seg_counters {

@@ -169,19 +169,30 @@ void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint64_t toke
 void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e, int solicited)
 {
 	struct uro_seg_cq *cq = uro_peer_cq(p, cq_index);
-	uint32_t size = cq ? __atomic_load_n(&cq->size, __ATOMIC_RELAXED) : 0;
-	struct uro_cqe *ring = size
-				   ? uro_peer_range(p, __atomic_load_n(&cq->ring, __ATOMIC_RELAXED),
-						    (uint64_t)size * sizeof(*ring))
-				   : NULL;
+	struct uro_cqe *ring;
+	uint32_t pos, size;
+	int rc;
 
-	if (!ring)
+	if (!cq)
 		return; /* no such CQ: the owner's tables are not a CQ's */
-	if (uro_cq_produce(cq, ring, size, e)) {
+	rc = uro_cq_reserve(cq, &pos);
+	if (rc == URO_CQ_BUSY) {
+		__atomic_add_fetch(&p->hdr->counters.rx_dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (rc == URO_CQ_FULL) {
 		if (!cq->ignore_overrun)
 			uro_raise_event(p, IBV_EVENT_CQ_ERR, cq->token);
 		return;
 	}
+	/* Read once the position is held: the ring cannot move under it. */
+	size = __atomic_load_n(&cq->size, __ATOMIC_ACQUIRE);
+	ring = size ? uro_peer_range(p, __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE),
+				     (uint64_t)size * sizeof(*ring))
+		    : NULL;
+	if (!ring)
+		return; /* the owner's poll skips the position it never sees */
+	uro_cq_publish(ring, size, pos, e);
 	if (uro_cq_take_arm(cq, solicited || e->status != IBV_WC_SUCCESS))
 		write_pipe(p, cq->channel_wfd, &cq->token, sizeof(cq->token));
 }

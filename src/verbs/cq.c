@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cq_ring.h"
+#include "log.h"
 #include "objects.h"
 #include "staged_payload.h"
 
@@ -34,11 +35,43 @@ static struct uro_cqe *peek(struct uro_cq *cq)
 	return uro_cq_peek(cq->pub, cq->ring);
 }
 
+/* Whether the head position, reserved by a producer that has not
+ * published it, has waited long enough for its producer to be taken for
+ * killed or stopped: later completions, from live producers, must not
+ * wait behind it for ever. Costs nothing unless the head is unpublished
+ * with entries behind it. */
+static int head_abandoned(struct uro_cq *cq)
+{
+	uint64_t now;
+
+	if (!uro_cq_pending(cq->pub))
+		return 0;
+	now = uro_now_ns();
+	if (!cq->stall_since_ns || cq->stall_pos != cq->pub->head) {
+		cq->stall_pos = cq->pub->head;
+		cq->stall_since_ns = now;
+		return 0;
+	}
+	if (now - cq->stall_since_ns < URO_CQ_WAIT_NS)
+		return 0;
+	cq->stall_since_ns = 0;
+	uro_log(URO_LOG_WARN,
+		"CQ %u: a completion reserved by a process that never wrote it "
+		"is skipped",
+		cq->index);
+	return 1;
+}
+
 /* The next entry, once what it carries is in place: the program may read
  * the receive buffer from the moment it sees the completion. */
 static struct uro_cqe *take(struct uro_cq *cq)
 {
 	struct uro_cqe *e = peek(cq);
+
+	if (!e && head_abandoned(cq)) {
+		uro_cq_consume(cq->pub);
+		e = peek(cq);
+	}
 
 	if (e && e->staged_len)
 		uro_place_payload(&to_uctx(cq->cqx.context)->self, e);
@@ -319,8 +352,9 @@ struct ibv_cq_ex *uro_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_att
 			 flags);
 }
 
-/* Resizing copies what is waiting into a new ring; like a hardware CQ it
- * must not race with completions being added (ibv_resize_cq(3)). */
+/* Resizing copies what is waiting into a new ring (ibv_resize_cq(3)).
+ * Producers in other processes are kept out while it moves (cq_ring.h):
+ * none writes into the old ring after the copy, so nothing is lost. */
 URO_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct uro_cq *cq = to_ucq(ibcq);
@@ -328,37 +362,49 @@ URO_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct uro_cqe *old = cq->ring;
 	uint64_t old_off = cq->pub->ring;
 	uint32_t old_size = cq->pub->size;
-	uint32_t head = cq->pub->head;
-	uint32_t pending;
-	int err;
+	uint32_t head, tail, n = 0;
+	int err, all_published, locked;
 
 	if (cqe < 1 || cqe > URO_MAX_CQE)
 		return EINVAL;
 	uro_lock(ctx);
-	pending = uro_cq_pending(cq->pub);
+	locked = poll_lock(cq);
+	head = cq->pub->head;
+	tail = uro_cq_freeze(cq->pub, old, &all_published);
 	/* Shrinking below what is waiting would lose completions. */
-	if ((uint32_t)cqe < pending) {
-		uro_unlock(ctx);
-		return EINVAL;
+	if ((uint32_t)cqe < ((tail - head) & URO_CQ_POS_MASK)) {
+		err = EINVAL;
+		goto thaw;
 	}
 	err = alloc_ring(ctx, cq, (uint32_t)cqe);
 	if (err) {
 		cq->ring = old;
 		cq->pub->ring = old_off;
 		cq->pub->size = old_size;
-		uro_unlock(ctx);
-		return err;
+		goto thaw;
 	}
-	for (uint32_t i = 0; i < pending; i++) {
-		cq->ring[i] = old[(head + i) % old_size];
-		cq->ring[i].seq = i + 1;
+	for (uint32_t p = head; p != tail; p = (p + 1) & URO_CQ_POS_MASK) {
+		const struct uro_cqe *e = &old[p % old_size];
+
+		/* An entry a dead producer never wrote is left behind. */
+		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != p + 1)
+			continue;
+		cq->ring[n] = *e;
+		cq->ring[n].seq = n + 1;
+		n++;
 	}
 	cq->pub->head = 0;
-	__atomic_store_n(&cq->pub->tail, pending, __ATOMIC_RELEASE);
-	uro_arena_free(&ctx->seg, old_off, ring_bytes(old_size));
+	tail = n;
+	/* A producer that died holding a position might still write there:
+	 * the old ring is then not reused. */
+	if (all_published)
+		uro_arena_free(&ctx->seg, old_off, ring_bytes(old_size));
 	ibcq->cqe = cqe;
+thaw:
+	uro_cq_thaw(cq->pub, tail);
+	uro_mt_unlock(&cq->poll_lock, locked);
 	uro_unlock(ctx);
-	return 0;
+	return err;
 }
 
 URO_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)

@@ -78,6 +78,10 @@ struct uro_cq {
 	pthread_spinlock_t poll_lock; /* the ring has one consumer at a time */
 	int single_threaded;	      /* IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
 	int poll_locked;	      /* held from start_poll to end_poll */
+	/* The head position found reserved and unpublished, and since when:
+	 * a producer that never publishes it is skipped past (cq.c). */
+	uint32_t stall_pos;
+	uint64_t stall_since_ns;
 };
 
 struct uro_srq {

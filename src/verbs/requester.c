@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "memory_window.h"
+#include "cq_ring.h"
 #include "objects.h"
 #include "opcode.h"
 #include "segment_ops.h"
@@ -26,14 +27,6 @@ enum { RESULT_RNR = -1, RESULT_NO_ACK = -2 };
 static int waits(int result)
 {
 	return result == RESULT_RNR || result == RESULT_NO_ACK;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* IBTA 9.7.5.2.8, table 45: the RNR NAK timer field in microseconds. */
@@ -493,7 +486,7 @@ static void arm_timer(struct uro_context *ctx, struct uro_qp *qp, int why)
 
 	if (why == RESULT_RNR)
 		wait = rnr_timer_ns(connected_target(ctx, qp, &t) ? 0 : t.qp->min_rnr_timer);
-	qp->rnr_deadline_ns = now_ns() + wait;
+	qp->rnr_deadline_ns = uro_now_ns() + wait;
 }
 
 /* Whether the head may be tried again after result why; consumes a retry
@@ -545,7 +538,7 @@ static void retry_pending(struct uro_context *ctx, struct uro_qp *qp)
 {
 	/* A drained send queue (SQD) starts nothing new (IBTA 10.3.1). */
 	while (qp->pending_n && uro_qp_state(qp->pub) != IBV_QPS_SQD &&
-	       now_ns() >= qp->rnr_deadline_ns) {
+	       uro_now_ns() >= qp->rnr_deadline_ns) {
 		struct uro_pending *p = &qp->pending[qp->pending_head];
 		int st = run(ctx, qp, &p->wr, p->seq);
 
@@ -580,7 +573,7 @@ uint64_t uro_progress(struct uro_context *ctx)
 			continue;
 		pthread_spin_lock(&qp->sq_lock);
 		retry_pending(ctx, qp);
-		now = now_ns();
+		now = uro_now_ns();
 		if (qp->pending_n) {
 			uint64_t wait = qp->rnr_deadline_ns > now ? qp->rnr_deadline_ns - now : 1;
 
