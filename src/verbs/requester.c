@@ -330,6 +330,31 @@ static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struc
 			   IBV_WC_REM_ACCESS_ERR);
 }
 
+/* A live holder keeps the atomic lock for two small copies; one that
+ * holds it longer is stopped, dead or hostile. */
+#define ATOMIC_LOCK_WAIT_NS (1000ull * 1000)
+
+/* The target's atomic lock, waited for a bounded time: 0, or -1 when
+ * another process holds it too long. That responder then does not answer
+ * this request, which is retried on the ACK timeout as any unanswered
+ * request is (IBTA 9.7.6.1.3): a stopped process never stalls others. */
+static int atomic_lock(pthread_mutex_t *lock)
+{
+	struct timespec until;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)ATOMIC_LOCK_WAIT_NS;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	rc = pthread_mutex_clocklock(lock, CLOCK_MONOTONIC, &until);
+	if (rc == EOWNERDEAD)
+		pthread_mutex_consistent(lock);
+	return rc == 0 || rc == EOWNERDEAD ? 0 : -1;
+}
+
 /* Every atomic aimed at a process holds that process's atomic lock, so
  * atomics are atomic with respect to one another (IBV_ATOMIC_HCA). */
 static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struct iovec *liov,
@@ -350,8 +375,8 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 			   IBV_ACCESS_REMOTE_ATOMIC, &riov);
 	if (err != IBV_WC_SUCCESS)
 		return err;
-	if (pthread_mutex_lock(lock) == EOWNERDEAD)
-		pthread_mutex_consistent(lock);
+	if (atomic_lock(lock))
+		return RESULT_NO_ACK;
 	err = move(t->peer, 0, &self, 1, &riov, 1, 8);
 	if (!err) {
 		if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)

@@ -1,12 +1,17 @@
-/* A CQ stays whole while other processes complete into it: resized under
- * traffic it loses nothing (issue 9 item 11), and a producer that reserved
- * an entry and died before writing it does not hide the completions after
- * it (item 10). Two contexts stand for two processes; the sender runs in a
- * thread of its own. */
+/* A dead, stopped or slow peer costs a bounded wait, never a wedge
+ * (design.md 3). A CQ stays whole while other processes complete into it:
+ * resized under traffic it loses nothing (issue 9 item 11), and a producer
+ * that reserved an entry and died before writing it does not hide the
+ * completions after it (item 10). A process stopped while holding a
+ * target's atomic lock delays others' atomics by a bounded time (item 9).
+ * Two contexts stand for two processes; the sender runs in a thread of its
+ * own, and a forked child plays the stopped process. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -85,16 +90,15 @@ static void test_resize_under_traffic(void)
 	CHECK(resizes >= 100);
 }
 
-/* The receiver's CQ as its segment holds it, through the segment's memfd
- * (what a peer process maps). */
-static struct uro_seg_cq *shared_cq(struct ibv_cq *cq, unsigned slot, void **map)
+/* A context's segment as a peer process maps it, through its memfd. */
+static void *map_segment(struct ibv_qp *qp)
 {
-	struct uro_seg_header layout;
 	char want[64], path[64], link[64];
 
-	snprintf(want, sizeof(want), "/memfd:uroce-seg-%u (deleted)", slot);
+	snprintf(want, sizeof(want), "/memfd:uroce-seg-%u (deleted)", qp->qp_num >> 12);
 	for (int fd = 3; fd < 1024; fd++) {
 		ssize_t n;
+		void *map;
 		int mfd;
 
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -105,20 +109,25 @@ static struct uro_seg_cq *shared_cq(struct ibv_cq *cq, unsigned slot, void **map
 		if (strcmp(link, want))
 			continue;
 		mfd = open(path, O_RDWR);
-		*map = mmap(NULL, uro_seg_size(), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+		map = mmap(NULL, uro_seg_size(), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 		close(mfd);
-		if (*map == MAP_FAILED)
-			return NULL;
-		uro_seg_table_offsets(&layout);
-		return (struct uro_seg_cq *)((uint8_t *)*map + layout.cq_off) + cq->handle;
+		return map == MAP_FAILED ? NULL : map;
 	}
 	return NULL;
 }
 
+static struct uro_seg_cq *shared_cq(void *map, struct ibv_cq *cq)
+{
+	struct uro_seg_header layout;
+
+	uro_seg_table_offsets(&layout);
+	return (struct uro_seg_cq *)((uint8_t *)map + layout.cq_off) + cq->handle;
+}
+
 static void test_producer_died_mid_entry(void)
 {
-	void *map = NULL;
-	struct uro_seg_cq *cq = shared_cq(R.cq, R.qp->qp_num >> 12, &map);
+	void *map = map_segment(R.qp);
+	struct uro_seg_cq *cq = map ? shared_cq(map, R.cq) : NULL;
 	struct ibv_wc wc;
 
 	CHECK(cq != NULL);
@@ -133,6 +142,64 @@ static void test_producer_died_mid_entry(void)
 	munmap(map, uro_seg_size());
 }
 
+static int fetch_add(void)
+{
+	uint64_t *result = (uint64_t *)(S.buf + 1024);
+	struct ibv_sge sge = {.addr = (uintptr_t)result, .length = 8, .lkey = S.mr->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr.wr.atomic.remote_addr = (uintptr_t)R.buf + 2048;
+	wr.wr.atomic.rkey = R.mr->rkey;
+	wr.wr.atomic.compare_add = 1;
+	if (ibv_post_send(S.qp, &wr, &bad) || poll_one(S.cq, &wc) != 1)
+		return -1;
+	return (int)wc.status;
+}
+
+/* A child maps the receiver's segment, takes its atomic lock as an atomic
+ * in flight does, and is stopped there. The sender's atomic is not
+ * answered while it stays stopped: it completes with a transport retry
+ * error once its timeout x retry_cnt budget is spent, in bounded time; once
+ * the child is gone, atomics are served again. */
+static void test_stopped_atomic_holder(void)
+{
+	void *map = map_segment(R.qp);
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	CHECK(map != NULL);
+	if (!map || pipe(ready))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		pthread_mutex_lock(&((struct uro_seg_header *)map)->atomic_lock);
+		if (write(ready[1], "l", 1) != 1)
+			_exit(1);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	CHECK_EQ(read(ready[0], &c, 1), 1);
+	alarm(30); /* an unbounded wait fails the test instead of hanging it */
+	CHECK_EQ(qp_connect(S.qp, R.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(R.qp, S.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(fetch_add(), IBV_WC_RETRY_EXC_ERR);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK_EQ(qp_connect(S.qp, R.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(R.qp, S.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(fetch_add(), IBV_WC_SUCCESS); /* the dead holder's lock is recovered */
+	alarm(0);
+	close(ready[0]);
+	close(ready[1]);
+	munmap(map, uro_seg_size());
+}
+
 int main(void)
 {
 	if (side_open(&S, IBV_QPT_RC, 64, CAP) || side_open(&R, IBV_QPT_RC, 2 * DEPTH, CAP)) {
@@ -143,6 +210,7 @@ int main(void)
 	CHECK_EQ(qp_connect(R.qp, S.qp->qp_num, 7, 1), 0);
 	test_resize_under_traffic();
 	test_producer_died_mid_entry();
+	test_stopped_atomic_holder();
 	side_close(&S);
 	side_close(&R);
 	return check_report();
