@@ -28,6 +28,7 @@ static void set_tables(struct uro_peer *p)
 void uro_peer_self(struct uro_peer *p, struct uro_segment *own, unsigned slot)
 {
 	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->fds_lock, NULL);
 	p->slot = slot;
 	p->pid = getpid();
 	p->self = 1;
@@ -77,32 +78,61 @@ static int open_segment(const struct uro_slot_record *rec, int *fd_out)
 	return 0;
 }
 
+/* Pipes opened for a previous owner of the slot are pointed at /dev/null,
+ * not closed: a thread may be writing to one, and a closed number could be
+ * reused by anything this process opens next. The numbers are reused for
+ * the new owner's pipes. */
+static void retire_pipes(struct uro_peer *p)
+{
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	for (int i = 0; i < p->nfds; i++) {
+		if (null >= 0)
+			(void)dup3(null, p->fds[i].local, O_CLOEXEC);
+		__atomic_store_n(&p->fds[i].remote, -1, __ATOMIC_RELEASE);
+	}
+	if (null >= 0)
+		close(null);
+}
+
 int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot)
 {
 	struct uro_slot_record rec;
 	size_t size = uro_seg_size();
+	int fixed = p->base != NULL && !p->self;
 	void *base;
 	int fd = -1, err;
 
-	memset(p, 0, sizeof(*p));
+	if (!fixed) {
+		memset(p, 0, sizeof(*p));
+		pthread_mutex_init(&p->fds_lock, NULL);
+	}
 	p->slot = slot;
 	if (uro_registry_lookup(registry_dir, slot, &rec) != 1 || rec.magic != URO_REGISTRY_MAGIC)
 		return -ESRCH;
 	err = open_segment(&rec, &fd);
 	if (err)
 		return err;
-	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* Over the old mapping when there is one: a thread still acting on
+	 * the previous owner then reads the new tables (every index in them
+	 * is checked at use), never an unmapped page. */
+	base = mmap(fixed ? p->base : NULL, size, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | (fixed ? MAP_FIXED : 0), fd, 0);
 	close(fd);
 	if (base == MAP_FAILED)
 		return -errno;
 	if (!header_ok(base, slot, rec.pid)) {
-		munmap(base, size);
+		if (!fixed)
+			munmap(base, size);
 		return -ESRCH;
 	}
-	p->pid = rec.pid;
+	if (fixed)
+		retire_pipes(p);
+	__atomic_store_n(&p->pid, rec.pid, __ATOMIC_RELEASE);
 	p->base = base;
 	p->size = size;
 	set_tables(p);
+	__atomic_store_n(&p->dead, 0, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -119,22 +149,38 @@ void uro_peer_detach(struct uro_peer *p)
 int uro_peer_pipe(struct uro_peer *p, int remote_fd)
 {
 	char path[64];
-	int fd;
+	int n, fd, i;
 
 	if (p->self)
 		return remote_fd;
-	for (int i = 0; i < p->nfds; i++)
-		if (p->fds[i].remote == remote_fd)
+	n = __atomic_load_n(&p->nfds, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++)
+		if (__atomic_load_n(&p->fds[i].remote, __ATOMIC_ACQUIRE) == remote_fd)
 			return p->fds[i].local;
-	if (p->nfds == URO_PEER_FDS)
-		return -1;
 	/* A pipe can be opened again through /proc by its owner's user. */
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", p->pid, remote_fd);
 	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	p->fds[p->nfds].remote = remote_fd;
-	p->fds[p->nfds].local = fd;
-	p->nfds++;
+	pthread_mutex_lock(&p->fds_lock);
+	for (i = 0; i < p->nfds && p->fds[i].remote != remote_fd && p->fds[i].remote != -1; i++)
+		;
+	if (i < p->nfds && p->fds[i].remote == remote_fd) { /* another thread was first */
+		close(fd);
+		fd = p->fds[i].local;
+	} else if (i < p->nfds) { /* a retired entry: its number is reused */
+		(void)dup3(fd, p->fds[i].local, O_CLOEXEC);
+		close(fd);
+		fd = p->fds[i].local;
+		__atomic_store_n(&p->fds[i].remote, remote_fd, __ATOMIC_RELEASE);
+	} else if (i < URO_PEER_FDS) {
+		p->fds[i].local = fd;
+		p->fds[i].remote = remote_fd;
+		__atomic_store_n(&p->nfds, i + 1, __ATOMIC_RELEASE);
+	} else {
+		close(fd);
+		fd = -1;
+	}
+	pthread_mutex_unlock(&p->fds_lock);
 	return fd;
 }

@@ -4,6 +4,7 @@
 #ifndef URO_PEER_H
 #define URO_PEER_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,16 +26,21 @@ struct uro_peer {
 	struct uro_seg_cq *cq;
 	struct uro_seg_srq *srq;
 	struct uro_seg_mr *mr;
-	/* The owner's pipes (channels, async events) opened through /proc. */
+	/* The owner's pipes (channels, async events) opened through /proc:
+	 * looked up without a lock, added under fds_lock. */
 	int nfds;
 	struct {
-		int remote;
+		int remote; /* -1: retired, the local number free for reuse */
 		int local;
 	} fds[URO_PEER_FDS];
+	pthread_mutex_t fds_lock;
 };
 
 /* 0, or a negative errno: -ESRCH no such live process, -EACCES it belongs to
- * another user (cross-memory attach would be refused too). */
+ * another user (cross-memory attach would be refused too). p is zeroed
+ * first, unless it is attached already: then the slot's current owner
+ * replaces the previous one in place, at the same address (the slot may
+ * have a new owner, and other threads may still hold p). */
 int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot);
 void uro_peer_self(struct uro_peer *p, struct uro_segment *own, unsigned slot);
 void uro_peer_detach(struct uro_peer *p);

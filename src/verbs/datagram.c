@@ -85,10 +85,8 @@ static void build_grh(struct uro_context *ctx, const struct uro_ah *ah, uint64_t
 		ipv6_grh(g, r, sgid, len, NEXT_HDR_UDP);
 }
 
-static struct uro_seg_qp *ud_target(struct uro_context *ctx, uint32_t qpn, struct uro_peer **pp)
+static struct uro_seg_qp *ud_qp(struct uro_peer *p, uint32_t qpn)
 {
-	int err;
-	struct uro_peer *p = uro_peer_of(ctx, qpn, &err);
 	struct uro_seg_qp *t;
 	uint32_t state;
 
@@ -100,7 +98,23 @@ static struct uro_seg_qp *ud_target(struct uro_context *ctx, uint32_t qpn, struc
 	    t->type != IBV_QPT_UD ||
 	    (state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQD))
 		return NULL;
-	*pp = p;
+	return t;
+}
+
+/* The destination QP, in the cached process of its slot or, when it is not
+ * there, in the slot's current owner (the slot may have been reused). */
+static struct uro_seg_qp *ud_target(struct uro_context *ctx, uint32_t qpn, struct uro_peer **pp)
+{
+	int err;
+	struct uro_peer *p = uro_peer_of(ctx, qpn, &err);
+	struct uro_seg_qp *t = ud_qp(p, qpn);
+
+	if (!t && p) {
+		p = uro_peer_refresh(ctx, qpn, &err);
+		t = ud_qp(p, qpn);
+	}
+	if (t)
+		*pp = p;
 	return t;
 }
 

@@ -45,6 +45,7 @@ struct uro_context {
 	uint32_t pds, ahs;		       /* held against max_pd and max_ah */
 	struct uro_peer self;		       /* this context's own segment, seen as a peer */
 	struct uro_peer *peers[URO_MAX_SLOTS]; /* attached on first use */
+	pthread_mutex_t peers_lock;	       /* attaching, refreshing */
 	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */
 	unsigned pending_qps;		       /* QPs with WQEs waiting for RNR */
 };
@@ -171,6 +172,9 @@ int uro_ah_attr_check(struct uro_context *ctx, const struct ibv_ah_attr *ah);
 /* The peer a QPN names, attached on first use; NULL when its process is
  * gone. *err is set to a positive errno on failure. */
 struct uro_peer *uro_peer_of(struct uro_context *ctx, uint32_t qpn, int *err);
+/* The peer owning qpn's slot, looked up again in the registry: the cached
+ * one may be a previous owner's (the slot was reused). */
+struct uro_peer *uro_peer_refresh(struct uro_context *ctx, uint32_t qpn, int *err);
 
 /* Retries what waits behind RNR NAKs; returns the nanoseconds until the
  * next retry is due, or 0 when nothing waits. */

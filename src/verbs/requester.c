@@ -177,23 +177,35 @@ struct target {
  * whether the QP is not ready yet, destroyed or its process gone, its
  * packets are lost, and the requester retries on its ACK timeout until
  * retry_cnt runs out, as a NIC does (IBTA 9.7.6.1.3). */
+static int target_ready(const struct uro_qp *qp, const struct target *t, uint32_t dest)
+{
+	uint32_t state = uro_qp_state(t->qp);
+
+	return __atomic_load_n(&t->qp->in_use, __ATOMIC_ACQUIRE) && t->qp->qpn == dest &&
+	       t->qp->type == (uint32_t)qp->qpx.qp_base.qp_type &&
+	       t->qp->dest_qpn == qp->qpx.qp_base.qp_num &&
+	       (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD);
+}
+
 static int connected_target(struct uro_context *ctx, struct uro_qp *qp, struct target *t)
 {
 	uint32_t dest = qp->attr.dest_qp_num;
-	uint32_t state;
 	int err;
 
 	t->peer = uro_peer_of(ctx, dest, &err);
 	if (!t->peer)
 		return RESULT_NO_ACK;
 	t->qp = &t->peer->qp[dest & (URO_MAX_QP - 1)];
-	state = uro_qp_state(t->qp);
-	if (!__atomic_load_n(&t->qp->in_use, __ATOMIC_ACQUIRE) || t->qp->qpn != dest ||
-	    t->qp->type != (uint32_t)qp->qpx.qp_base.qp_type ||
-	    t->qp->dest_qpn != qp->qpx.qp_base.qp_num ||
-	    (state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQD))
+	if (target_ready(qp, t, dest))
+		return 0;
+	/* The cached process may be a previous owner of the slot: a new one
+	 * is looked up (in the registry: this path runs only when the QP is
+	 * not found, never per request). */
+	t->peer = uro_peer_refresh(ctx, dest, &err);
+	if (!t->peer)
 		return RESULT_NO_ACK;
-	return 0;
+	t->qp = &t->peer->qp[dest & (URO_MAX_QP - 1)];
+	return target_ready(qp, t, dest) ? 0 : RESULT_NO_ACK;
 }
 
 static uint32_t recv_pd(const struct target *t)

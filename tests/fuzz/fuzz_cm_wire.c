@@ -15,7 +15,7 @@
 static const uint8_t limits[] = {
     [MSG_REQ] = URO_PDATA_REQ,		 [MSG_REP] = URO_PDATA_REP,
     [MSG_REJ] = URO_PDATA_REJ,		 [MSG_SIDR_REQ] = URO_PDATA_SIDR_REQ,
-    [MSG_SIDR_REP] = URO_PDATA_SIDR_REP,
+    [MSG_SIDR_REP] = URO_PDATA_SIDR_REP, [MSG_MRA] = 0,
 };
 
 static void check_accepted(const struct uro_cm_msg *m)

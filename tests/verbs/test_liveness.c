@@ -200,6 +200,187 @@ static void test_stopped_atomic_holder(void)
 	munmap(map, uro_seg_size());
 }
 
+/* One short-lived peer: a child that opens its own context (so the slot a
+ * previous child left is its), connects an RC QP to ours, lets us write to
+ * its buffer, and then exits cleanly or is killed. */
+struct child_info {
+	uint32_t qpn, rkey;
+	uint64_t addr;
+};
+
+static pid_t start_child(int to_parent, int from_parent)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		static struct side C;
+		struct child_info ci;
+		uint32_t peer_qpn;
+
+		if (side_open(&C, IBV_QPT_RC, 16, CAP))
+			_exit(1);
+		ci.qpn = C.qp->qp_num;
+		ci.rkey = C.mr->rkey;
+		ci.addr = (uintptr_t)C.buf;
+		if (write(to_parent, &ci, sizeof(ci)) != sizeof(ci) ||
+		    read(from_parent, &peer_qpn, 4) != 4 || qp_connect(C.qp, peer_qpn, 7, 1) ||
+		    write(to_parent, "c", 1) != 1 || read(from_parent, &peer_qpn, 1) != 1)
+			_exit(1);
+		if (peer_qpn & 1) /* told to go cleanly */
+			side_close(&C);
+		_exit(0);
+	}
+	return pid;
+}
+
+static int write_to(struct ibv_qp *qp, const struct child_info *ci)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)S.buf, .length = 64, .lkey = S.mr->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr.wr.rdma.remote_addr = ci->addr;
+	wr.wr.rdma.rkey = ci->rkey;
+	if (ibv_post_send(qp, &wr, &bad) || poll_one(S.cq, &wc) != 1)
+		return -1;
+	return (int)wc.status;
+}
+
+/* Issue 9 item 12: a long-lived process talks to successive short-lived
+ * peers that get the same registry slot (and so the same QPNs), each on a
+ * new QP of its own as a server makes one per client (rping -s -P); each
+ * new peer is reached, whether the one before exited cleanly or was
+ * killed. */
+static void test_successive_peers(void)
+{
+	struct ibv_qp_init_attr init = {
+	    .send_cq = S.cq, .recv_cq = S.cq, .qp_type = IBV_QPT_RC, .cap = CAP};
+	struct ibv_qp *qps[4] = {0};
+	unsigned first_slot = 0;
+
+	for (int i = 0; i < 4; i++) {
+		int up[2], down[2];
+		struct child_info ci;
+		uint8_t how = (uint8_t)(i & 1);
+		char c;
+		pid_t pid;
+
+		qps[i] = ibv_create_qp(S.pd, &init);
+		if (!qps[i] || pipe(up) || pipe(down))
+			break;
+		pid = start_child(up[1], down[0]);
+		CHECK_EQ(read(up[0], &ci, sizeof(ci)), (ssize_t)sizeof(ci));
+		if (i == 0)
+			first_slot = ci.qpn >> 12;
+		CHECK_EQ(ci.qpn >> 12, first_slot); /* the slot is reused */
+		CHECK_EQ(qp_connect(qps[i], ci.qpn, 7, 1), 0);
+		CHECK_EQ(write(down[1], &qps[i]->qp_num, 4), 4);
+		CHECK_EQ(read(up[0], &c, 1), 1);
+		CHECK_EQ(write_to(qps[i], &ci), IBV_WC_SUCCESS);
+		CHECK_EQ(write(down[1], &how, 1), 1);
+		if (!how)
+			kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(up[0]);
+		close(up[1]);
+		close(down[0]);
+		close(down[1]);
+	}
+	for (int i = 0; i < 4; i++)
+		if (qps[i])
+			ibv_destroy_qp(qps[i]);
+}
+
+struct racer {
+	struct ibv_context *ctx;
+	uint32_t qpn;
+	pthread_barrier_t *start;
+	int ok;
+};
+
+static void *race_attach(void *arg)
+{
+	struct racer *r = arg;
+	struct ibv_pd *pd = ibv_alloc_pd(r->ctx);
+	struct ibv_cq *cq = ibv_create_cq(r->ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr init = {
+	    .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .cap = CAP};
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+
+	if (qp)
+		ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = r->qpn;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.is_global = 1;
+	ibv_query_gid(r->ctx, 1, 0, &a.ah_attr.grh.dgid);
+	pthread_barrier_wait(r->start);
+	/* RTR reaches the peer's process for the first time, in every thread
+	 * at once. */
+	r->ok = qp && ibv_modify_qp(qp, &a,
+				    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					IBV_QP_MIN_RNR_TIMER) == 0;
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	return NULL;
+}
+
+/* How many mappings this process has of slot's segment. */
+static int mappings_of(unsigned slot)
+{
+	char want[64], line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0;
+
+	snprintf(want, sizeof(want), "/memfd:uroce-seg-%u ", slot);
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, want) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Issue 9 item 13: threads reaching a peer process for the first time at
+ * once all get it, and it is mapped once (its own mapping, and one for the
+ * context that reaches it). */
+static void test_threads_reach_new_peer(void)
+{
+	for (int round = 0; round < 20; round++) {
+		static struct side F;
+		struct ibv_context *ctx = open_dev("uroce0");
+		pthread_barrier_t start;
+		struct racer r[4];
+		pthread_t t[4];
+
+		if (!ctx || side_open(&F, IBV_QPT_RC, 16, CAP)) {
+			CHECK(!"contexts");
+			return;
+		}
+		pthread_barrier_init(&start, NULL, 4);
+		for (int i = 0; i < 4; i++) {
+			r[i] = (struct racer){ctx, F.qp->qp_num, &start, 0};
+			pthread_create(&t[i], NULL, race_attach, &r[i]);
+		}
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		CHECK(r[0].ok && r[1].ok && r[2].ok && r[3].ok);
+		CHECK_EQ(mappings_of(F.qp->qp_num >> 12), 2);
+		pthread_barrier_destroy(&start);
+		ibv_close_device(ctx);
+		side_close(&F);
+	}
+}
+
 int main(void)
 {
 	if (side_open(&S, IBV_QPT_RC, 64, CAP) || side_open(&R, IBV_QPT_RC, 2 * DEPTH, CAP)) {
@@ -211,6 +392,8 @@ int main(void)
 	test_resize_under_traffic();
 	test_producer_died_mid_entry();
 	test_stopped_atomic_holder();
+	test_successive_peers();
+	test_threads_reach_new_peer();
 	side_close(&S);
 	side_close(&R);
 	return check_report();
