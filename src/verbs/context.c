@@ -37,11 +37,20 @@ static int open_async_pipe(struct uro_context *ctx)
 	return fcntl(fds[1], F_SETFL, O_NONBLOCK);
 }
 
+/* A forked child holds a copy of its parent's context: the segment and the
+ * registry record it shares are the parent's, and the child's close
+ * releases only its own copies (ibv_fork_init(3): the device stays the
+ * parent's). */
+static int owned_here(const struct uro_context *ctx)
+{
+	return ctx->owner_pid == getpid();
+}
+
 static void context_free(struct uro_context *ctx)
 {
 	/* Peers that cached this segment must look again: the slot may soon
 	 * name another process. */
-	if (ctx->seg.base)
+	if (ctx->seg.base && owned_here(ctx))
 		__atomic_store_n(&uro_seg_header(&ctx->seg)->closed, 1, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < URO_MAX_SLOTS; i++) {
 		if (!ctx->peers[i] || ctx->peers[i] == &ctx->self)
@@ -54,7 +63,10 @@ static void context_free(struct uro_context *ctx)
 	if (ctx->async_wfd >= 0)
 		close(ctx->async_wfd);
 	uro_segment_destroy(&ctx->seg);
-	uro_registry_release(&ctx->slot);
+	if (owned_here(ctx))
+		uro_registry_release(&ctx->slot);
+	else if (ctx->slot.fd >= 0)
+		close(ctx->slot.fd); /* the lock is the open file's: the parent keeps it */
 	pthread_mutex_destroy(&ctx->peers_lock);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx);
@@ -71,6 +83,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return uro_fail_null(ENOMEM);
 	c = &ctx->vctx.context;
 	ctx->dev = dev;
+	ctx->owner_pid = getpid();
 	ctx->slot.fd = -1;
 	ctx->seg.fd = -1;
 	ctx->async_wfd = -1;

@@ -37,6 +37,7 @@ _Static_assert(sizeof(struct uro_device) <= URO_DEVICE_ALLOC, "device fits its a
 struct uro_context {
 	struct verbs_context vctx; /* ends with the struct ibv_context */
 	struct uro_device *dev;
+	pid_t owner_pid; /* the process that opened it (a forked child's copy is not its) */
 	struct uro_device_model model;
 	struct uro_slot slot;
 	struct uro_segment seg;

@@ -858,6 +858,34 @@ static void test_zero_length_rdma(void)
 	CHECK_EQ(state_of(B.qp), IBV_QPS_RTS);
 }
 
+/* Issue 9 item 14: a forked child that closes its copy of the parent's
+ * context (ibv_close_device) leaves the parent's device as it was: its
+ * peers still reach it, through the registry and their caches. */
+static void test_forked_child_closes(void)
+{
+	struct ibv_wc wc;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		ibv_close_device(A.ctx);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	reconnect(7, 1);
+	memset(B.buf, 0x3c, 64);
+	CHECK_EQ(post(&B, IBV_WR_RDMA_WRITE, B.buf, 64, B.mr->lkey, (uintptr_t)A.buf + 512,
+		      A.mr->rkey, 1),
+		 0);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(A.buf[512], 0x3c);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 64, A.mr->lkey, (uintptr_t)B.buf + 512,
+		      B.mr->rkey, 2),
+		 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
 /* The peer process dies mid-connection: its partner's requests go
  * unacknowledged and complete with a transport retry error once the
  * timeout x retry_cnt budget is spent (14 and 7: about half a second),
@@ -1085,6 +1113,7 @@ int main(void)
 	test_zero_length_rdma();
 	test_channel_and_cq_ex();
 	test_threaded_post_recv();
+	test_forked_child_closes();
 	test_peer_killed();
 	test_other_user();
 	side_close(&A);
