@@ -48,6 +48,7 @@ static int owned_here(const struct uro_context *ctx)
 
 static void context_free(struct uro_context *ctx)
 {
+	uro_progress_stop(ctx);
 	/* Peers that cached this segment must look again: the slot may soon
 	 * name another process. */
 	if (ctx->seg.base && owned_here(ctx))
@@ -95,6 +96,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&ctx->peers_lock, NULL);
+	uro_progress_init(ctx);
 	uro_device_model_build(&dev->link, &ctx->model);
 	if (!ctx->model.netdev_present)
 		uro_warn("%s: netdev %s is missing; its port is down", dev->link.name,

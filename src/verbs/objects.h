@@ -34,6 +34,14 @@ struct uro_device {
 };
 _Static_assert(sizeof(struct uro_device) <= URO_DEVICE_ALLOC, "device fits its allocation");
 
+/* progress_thread.c */
+struct uro_progress_thread {
+	pthread_mutex_t lock; /* held by the thread while it retries */
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC: woken by a new wait */
+	pthread_t thread;
+	int running, stop, kicked, failed;
+};
+
 struct uro_context {
 	struct verbs_context vctx; /* ends with the struct ibv_context */
 	struct uro_device *dev;
@@ -49,6 +57,7 @@ struct uro_context {
 	pthread_mutex_t peers_lock;	       /* attaching, refreshing */
 	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */
 	unsigned pending_qps;		       /* QPs with WQEs waiting for RNR */
+	struct uro_progress_thread progress;
 };
 
 struct uro_pd {
@@ -180,6 +189,11 @@ struct uro_peer *uro_peer_refresh(struct uro_context *ctx, uint32_t qpn, int *er
 /* Retries what waits behind RNR NAKs; returns the nanoseconds until the
  * next retry is due, or 0 when nothing waits. */
 uint64_t uro_progress(struct uro_context *ctx);
+void uro_progress_init(struct uro_context *ctx);
+/* A request now waits: the progress thread starts, or recomputes its wait.
+ * Called with no QP lock held. */
+void uro_progress_kick(struct uro_context *ctx);
+void uro_progress_stop(struct uro_context *ctx);
 void uro_qp_drop_pending(struct uro_qp *qp);
 
 /* Memory windows (mw.c). */

@@ -436,8 +436,11 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	__atomic_store_n(&qp->pub->in_use, 0, __ATOMIC_RELEASE);
 	if (qp->pub->rq.ring)
 		uro_arena_free(&ctx->seg, qp->pub->rq.ring, rq_bytes(&qp->pub->rq));
+	/* Not while the progress thread is retrying on it. */
+	pthread_mutex_lock(&ctx->progress.lock);
 	ctx->qps[qp->index] = NULL;
 	uro_qp_drop_pending(qp);
+	pthread_mutex_unlock(&ctx->progress.lock);
 	hold(qp, -1);
 	uro_index_give(&ctx->seg.qp_ids, qp->index);
 	uro_unlock(ctx);

@@ -640,7 +640,7 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	struct uro_qp *qp = to_uqp(ibqp);
 	struct uro_context *ctx = to_uctx(ibqp->context);
 	uint32_t state = uro_qp_state(qp->pub);
-	int err = 0;
+	int err = 0, deferred;
 
 	/* Only RTS and SQD queues take work; in ERR (or SQE) it is flushed
 	 * (IBTA 10.8.2, 10.8.3). */
@@ -675,7 +675,10 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			defer(ctx, qp, wr, seq, st);
 		}
 	}
+	deferred = qp->pending_n != 0;
 	uro_mt_unlock(&qp->sq_lock, locked);
+	if (deferred)
+		uro_progress_kick(ctx);
 	if (err)
 		*bad = wr;
 	return err;

@@ -4,9 +4,13 @@
  * that reserved an entry and died before writing it does not hide the
  * completions after it (item 10). A process stopped while holding a
  * target's atomic lock delays others' atomics by a bounded time (item 9).
+ * A request waiting for a retry is retried while its program sleeps (item
+ * 15), and successive peers on one slot, or threads reaching a new one at
+ * once, are each reached (items 12, 13).
  * Two contexts stand for two processes; the sender runs in a thread of its
  * own, and a forked child plays the stopped process. */
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -381,6 +385,72 @@ static void test_threads_reach_new_peer(void)
 	}
 }
 
+struct late_recv {
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static void *post_recv_later(void *arg)
+{
+	struct late_recv *l = arg;
+	struct ibv_sge sge = {.addr = (uintptr_t)l->buf, .length = 64, .lkey = l->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 99, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	usleep(100000);
+	ibv_post_recv(l->qp, &wr, &bad);
+	return NULL;
+}
+
+/* Issue 9 item 15: a SEND that met no receive (RNR) is retried while its
+ * program sleeps in poll(2) on its completion channel, touching no verb:
+ * the receive posted later is found, and the channel becomes readable. */
+static void test_retry_while_asleep(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(S.ctx);
+	struct ibv_cq *cq = ch ? ibv_create_cq(S.ctx, 4, NULL, ch, 0) : NULL;
+	struct ibv_qp_init_attr a = {
+	    .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .cap = CAP};
+	struct ibv_qp_init_attr b = {
+	    .send_cq = R.cq, .recv_cq = R.cq, .qp_type = IBV_QPT_RC, .cap = CAP};
+	struct ibv_qp *qa = cq ? ibv_create_qp(S.pd, &a) : NULL;
+	struct ibv_qp *qb = ibv_create_qp(R.pd, &b);
+	struct ibv_sge sge = {.addr = (uintptr_t)S.buf, .length = 64, .lkey = S.mr->lkey};
+	struct ibv_send_wr wr = {
+	    .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr *bad;
+	struct late_recv late = {qb, R.mr, R.buf + 4096};
+	struct pollfd pfd = {.fd = ch ? ch->fd : -1, .events = POLLIN};
+	struct ibv_cq *ev_cq;
+	struct ibv_wc wc;
+	void *ev_ctx;
+	pthread_t t;
+
+	CHECK(qa && qb);
+	if (!qa || !qb)
+		return;
+	CHECK_EQ(qp_connect(qa, qb->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(qb, qa->qp_num, 7, 1), 0);
+	CHECK_EQ(ibv_req_notify_cq(cq, 0), 0);
+	CHECK_EQ(ibv_post_send(qa, &wr, &bad), 0);
+	CHECK_EQ(ibv_poll_cq(cq, 1, &wc), 0); /* waiting for a receive */
+	pthread_create(&t, NULL, post_recv_later, &late);
+	CHECK_EQ(poll(&pfd, 1, 3000), 1);
+	pthread_join(t, NULL);
+	if (pfd.revents & POLLIN) {
+		CHECK_EQ(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+		ibv_ack_cq_events(ev_cq, 1);
+		CHECK_EQ(ibv_poll_cq(cq, 1, &wc), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	}
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+	ibv_destroy_cq(cq);
+	ibv_destroy_comp_channel(ch);
+	while (ibv_poll_cq(R.cq, 1, &wc) > 0)
+		;
+}
+
 int main(void)
 {
 	if (side_open(&S, IBV_QPT_RC, 64, CAP) || side_open(&R, IBV_QPT_RC, 2 * DEPTH, CAP)) {
@@ -394,6 +464,7 @@ int main(void)
 	test_stopped_atomic_holder();
 	test_successive_peers();
 	test_threads_reach_new_peer();
+	test_retry_while_asleep();
 	side_close(&S);
 	side_close(&R);
 	return check_report();

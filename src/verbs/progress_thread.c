@@ -1,0 +1,103 @@
+/* The context's progress thread: it plays the NIC's retry timers while the
+ * program sleeps or does other work (a server blocked in epoll on its
+ * completion channel). A request waiting behind an RNR NAK or an ACK
+ * timeout is retried when its timer is due, as a NIC does on its own
+ * (IBTA 9.7.5.2.8, 9.7.6.1.3); the program's own ibv_poll_cq and
+ * ibv_get_cq_event still retry too, paying no wake-up when they do.
+ *
+ * The thread starts the first time a request has to wait, so that a
+ * program whose requests never do stays single-threaded (and its posting
+ * takes no lock, objects.h uro_mt_lock). It sleeps on a condition until the
+ * earliest timer, and is stopped and joined when the context closes. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "objects.h"
+
+static void deadline_in(struct timespec *ts, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ns += (uint64_t)ts->tv_nsec;
+	ts->tv_sec += (time_t)(ns / 1000000000ull);
+	ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+static void *run(void *arg)
+{
+	struct uro_context *ctx = arg;
+	struct uro_progress_thread *t = &ctx->progress;
+
+	pthread_mutex_lock(&t->lock);
+	while (!t->stop) {
+		/* Under t->lock: ibv_destroy_qp waits for the pass to end. */
+		uint64_t next = uro_progress(ctx);
+		struct timespec until;
+
+		if (t->stop || t->kicked) {
+			t->kicked = 0;
+			continue;
+		}
+		if (!next) {
+			pthread_cond_wait(&t->cond, &t->lock);
+			continue;
+		}
+		deadline_in(&until, next);
+		pthread_cond_timedwait(&t->cond, &t->lock, &until);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+void uro_progress_init(struct uro_context *ctx)
+{
+	struct uro_progress_thread *t = &ctx->progress;
+	pthread_condattr_t a;
+
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->cond, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void uro_progress_kick(struct uro_context *ctx)
+{
+	struct uro_progress_thread *t = &ctx->progress;
+	int err;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->running) {
+		t->kicked = 1;
+		pthread_cond_signal(&t->cond);
+	} else if (ctx->owner_pid == getpid() && !t->failed) {
+		err = pthread_create(&t->thread, NULL, run, ctx);
+		t->running = err == 0;
+		t->failed = err != 0;
+		if (err)
+			uro_warn("no progress thread (%s): waiting requests are retried only "
+				 "while the program polls its CQs",
+				 strerror(err));
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+void uro_progress_stop(struct uro_context *ctx)
+{
+	struct uro_progress_thread *t = &ctx->progress;
+
+	/* A forked child has no thread, and its copies of the lock and the
+	 * condition may show the parent's waiter: they are left alone. */
+	if (ctx->owner_pid != getpid())
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->stop = 1;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	if (t->running)
+		pthread_join(t->thread, NULL);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+}
