@@ -17,28 +17,34 @@ static uint32_t distance(uint32_t from, uint32_t to)
 	return (to - from) & URO_CQ_POS_MASK;
 }
 
+/* The ring is frozen: wait for it to thaw, a bounded time. Returns the
+ * tail then, or URO_CQ_FROZEN when it stayed frozen. */
+static __attribute__((noinline)) uint32_t wait_thaw(struct uro_seg_cq *cq)
+{
+	uint64_t start = uro_now_ns();
+	uint32_t t;
+
+	while ((t = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE)) & URO_CQ_FROZEN) {
+		if (uro_now_ns() - start > URO_CQ_WAIT_NS)
+			return URO_CQ_FROZEN;
+		sched_yield();
+	}
+	return t;
+}
+
 int uro_cq_reserve(struct uro_seg_cq *cq, uint32_t *pos)
 {
 	uint32_t t = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
-	uint64_t frozen_since = 0;
+	uint32_t size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);
 
 	for (;;) {
-		uint32_t h, size;
-
-		if (t & URO_CQ_FROZEN) {
-			uint64_t now = uro_now_ns();
-
-			if (!frozen_since)
-				frozen_since = now;
-			else if (now - frozen_since > URO_CQ_WAIT_NS)
+		if (__builtin_expect(t & URO_CQ_FROZEN, 0)) {
+			t = wait_thaw(cq);
+			if (t & URO_CQ_FROZEN)
 				return URO_CQ_BUSY;
-			sched_yield();
-			t = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
-			continue;
+			size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);
 		}
-		h = __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) & URO_CQ_POS_MASK;
-		size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);
-		if (distance(h, t) >= size)
+		if (distance(__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE), t) >= size)
 			return URO_CQ_FULL;
 		if (__atomic_compare_exchange_n(&cq->tail, &t, (t + 1) & URO_CQ_POS_MASK, 0,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

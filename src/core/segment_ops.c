@@ -193,7 +193,9 @@ void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e,
 	if (!ring)
 		return; /* the owner's poll skips the position it never sees */
 	uro_cq_publish(ring, size, pos, e);
-	if (uro_cq_take_arm(cq, solicited || e->status != IBV_WC_SUCCESS))
+	/* A CQ without a channel wakes nobody: no fence, no arm to take. */
+	if (__atomic_load_n(&cq->channel_wfd, __ATOMIC_RELAXED) >= 0 &&
+	    uro_cq_take_arm(cq, solicited || e->status != IBV_WC_SUCCESS))
 		write_pipe(p, cq->channel_wfd, &cq->token, sizeof(cq->token));
 }
 

@@ -91,7 +91,7 @@ struct uro_cq {
 	int poll_locked;	      /* held from start_poll to end_poll */
 	/* The head position found reserved and unpublished, and since when:
 	 * a producer that never publishes it is skipped past (cq.c). */
-	uint32_t stall_pos;
+	uint32_t stall_pos, stall_polls;
 	uint64_t stall_since_ns;
 };
 

@@ -640,7 +640,7 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	struct uro_qp *qp = to_uqp(ibqp);
 	struct uro_context *ctx = to_uctx(ibqp->context);
 	uint32_t state = uro_qp_state(qp->pub);
-	int err = 0, deferred;
+	int err = 0, newly_waiting;
 
 	/* Only RTS and SQD queues take work; in ERR (or SQE) it is flushed
 	 * (IBTA 10.8.2, 10.8.3). */
@@ -649,6 +649,7 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		return EINVAL;
 	}
 	int locked = uro_mt_lock(&qp->sq_lock);
+	int was_waiting = qp->pending_n != 0;
 
 	if (qp->pending_n)
 		retry_pending(ctx, qp);
@@ -675,9 +676,11 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			defer(ctx, qp, wr, seq, st);
 		}
 	}
-	deferred = qp->pending_n != 0;
+	/* The progress thread hears of a queue that starts waiting; one that
+	 * waited already is on its timers. */
+	newly_waiting = !was_waiting && qp->pending_n != 0;
 	uro_mt_unlock(&qp->sq_lock, locked);
-	if (deferred)
+	if (newly_waiting)
 		uro_progress_kick(ctx);
 	if (err)
 		*bad = wr;
