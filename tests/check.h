@@ -3,8 +3,10 @@
 #ifndef URO_CHECK_H
 #define URO_CHECK_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int check_passed, check_failed;
 
@@ -32,6 +34,33 @@ static int check_passed, check_failed;
 	} while (0)
 
 #define CHECK_STR(a, b) CHECK(strcmp((a), (b)) == 0)
+
+/* RUN(test(...), seconds): a test that does not end in time ends the
+ * program with its name, so a hang reads as a failure of that test and not
+ * as the whole program's timeout. */
+static const char *check_running;
+
+static inline void check_overdue(int sig)
+{
+	static const char msg[] = "overdue, the program ends: ";
+	ssize_t r;
+
+	(void)sig;
+	r = write(2, msg, sizeof(msg) - 1);
+	r = write(2, check_running, strlen(check_running));
+	r = write(2, "\n", 1);
+	(void)r;
+	_exit(124);
+}
+
+#define RUN(call, seconds)                                                                         \
+	do {                                                                                       \
+		check_running = #call;                                                             \
+		signal(SIGALRM, check_overdue);                                                    \
+		alarm(seconds);                                                                    \
+		call;                                                                              \
+		alarm(0);                                                                          \
+	} while (0)
 
 static inline int check_report(void)
 {

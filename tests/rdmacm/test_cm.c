@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <stdlib.h>
@@ -81,6 +82,7 @@ static void serve(int p, enum server_mode mode, int ready_fd, int cycles)
 	struct sockaddr_in a = addr_of(p);
 	int done = 0;
 
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test that fails for time takes it along */
 	if (!ch || rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(listen, (struct sockaddr *)&a) || rdma_listen(listen, 8))
 		_exit(1);
@@ -135,6 +137,30 @@ static void serve(int p, enum server_mode mode, int ready_fd, int cycles)
 	rdma_destroy_id(listen);
 	rdma_destroy_event_channel(ch);
 	_exit(0);
+}
+
+/* A server done with: killed and reaped. */
+static void kill_server(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Waits at most ms for a server to end its cycles, killing it after that
+ * (a server left waiting fails the test rather than hanging it); returns
+ * its exit status as waitpid(2) gives it, -1 when it had to be killed. */
+static int finish_server(pid_t pid, int ms)
+{
+	int status = -1;
+
+	for (int waited = 0; waited < ms; waited += 10) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return status;
+		usleep(10000);
+	}
+	fprintf(stderr, "server %d still running after %d ms: killed\n", (int)pid, ms);
+	kill_server(pid);
+	return -1;
 }
 
 static pid_t start_server(enum server_mode mode, int cycles)
@@ -210,7 +236,7 @@ static void test_rejected(struct rdma_event_channel *ch)
 	}
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
-	waitpid(pid, NULL, 0);
+	CHECK_EQ(finish_server(pid, 5000), 0);
 }
 
 static void test_no_listener(struct rdma_event_channel *ch)
@@ -338,7 +364,7 @@ static void test_forged_requests(struct rdma_event_channel *ch)
 	}
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
-	waitpid(pid, NULL, 0);
+	CHECK_EQ(finish_server(pid, 5000), 0);
 }
 
 /* Issue 9 item 16: a peer that sends part of a message and stays stalls
@@ -363,8 +389,7 @@ static void test_partial_message(struct rdma_event_channel *ch)
 	rdma_destroy_id(id);
 	CHECK_EQ(raw_next(s, URO_CM_RESPONSE_MS + 3000), 0);
 	close(s);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	kill_server(pid);
 }
 
 /* Issue 9 item 17: the active side goes after the REP and before its RTU:
@@ -388,7 +413,7 @@ static void test_gone_before_rtu(struct rdma_event_channel *ch)
 	CHECK_EQ(t, RDMA_CM_EVENT_CONNECT_ERROR);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
-	waitpid(pid, NULL, 0);
+	CHECK_EQ(finish_server(pid, 5000), 0);
 }
 
 /* Issue 9 item 18: a server that is stopped never answers the REQ: the
@@ -401,7 +426,10 @@ static void test_stopped_server(struct rdma_event_channel *ch)
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id = NULL;
 
+	/* Stopped before it can answer: a stop signal is taken by one thread
+	 * first, and until it is the others (the CM's) still run. */
 	kill(pid, SIGSTOP);
+	CHECK_EQ(waitpid(pid, NULL, WUNTRACED), pid);
 	CHECK_EQ(client_prepare(ch, &id), 0);
 	CHECK_EQ(rdma_connect(id, &cp), 0);
 	ev = next_event(ch, URO_CM_RESPONSE_MS + 3000);
@@ -411,8 +439,7 @@ static void test_stopped_server(struct rdma_event_channel *ch)
 		CHECK_EQ(ev->status, -ETIMEDOUT);
 		rdma_ack_cm_event(ev);
 	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	kill_server(pid);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 }
@@ -452,8 +479,7 @@ static void test_fd_table_full(void)
 	sleep(1);
 	CHECK(before >= 0);
 	CHECK(cpu_ticks(pid) - before < hz / 5);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	kill_server(pid);
 	for (int i = 0; i < 8; i++)
 		close(s[i]);
 }
@@ -468,8 +494,7 @@ static void test_listener_killed(struct rdma_event_channel *ch)
 	CHECK_EQ(client_prepare(ch, &id), 0);
 	CHECK_EQ(rdma_connect(id, &cp), 0);
 	usleep(100000); /* the request is at the listener, unanswered */
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	kill_server(pid);
 	ev = next_event(ch, 5000);
 	CHECK(ev != NULL);
 	if (ev) {
@@ -489,8 +514,7 @@ static void test_peer_killed(struct rdma_event_channel *ch)
 	CHECK_EQ(client_connect(ch, &id, &ev), RDMA_CM_EVENT_ESTABLISHED);
 	if (ev)
 		rdma_ack_cm_event(ev);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	kill_server(pid);
 	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
 	/* The CM moved the survivor's QP to ERR (its receives flush). */
 	struct ibv_qp_attr qa;
@@ -517,7 +541,7 @@ static void test_cycles(struct rdma_event_channel *ch)
 {
 	const int cycles = 100;
 	pid_t pid = start_server(SERVE_ACCEPT, cycles);
-	int fds_before = -1, ok = 0, status = 1;
+	int fds_before = -1, ok = 0;
 
 	for (int i = 0; i < cycles; i++) {
 		struct rdma_cm_event *ev = NULL;
@@ -538,8 +562,7 @@ static void test_cycles(struct rdma_event_channel *ch)
 	}
 	CHECK_EQ(ok, cycles);
 	CHECK_EQ(open_fds(), fds_before);
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_EQ(finish_server(pid, 5000), 0);
 }
 
 int main(void)
@@ -549,17 +572,17 @@ int main(void)
 	port = 21000 + getpid() % 20000;
 	if (!ch || pipe(report))
 		return 1;
-	test_rejected(ch);
-	test_no_listener(ch);
-	test_addr_error();
-	test_forged_requests(ch);
-	test_partial_message(ch);
-	test_gone_before_rtu(ch);
-	test_stopped_server(ch);
-	test_fd_table_full();
-	test_listener_killed(ch);
-	test_peer_killed(ch);
-	test_cycles(ch);
+	RUN(test_rejected(ch), 30);
+	RUN(test_no_listener(ch), 30);
+	RUN(test_addr_error(), 30);
+	RUN(test_forged_requests(ch), 30);
+	RUN(test_partial_message(ch), 20);
+	RUN(test_gone_before_rtu(ch), 30);
+	RUN(test_stopped_server(ch), 20);
+	RUN(test_fd_table_full(), 30);
+	RUN(test_listener_killed(ch), 30);
+	RUN(test_peer_killed(ch), 30);
+	RUN(test_cycles(ch), 120);
 	rdma_destroy_event_channel(ch);
 	return check_report();
 }
