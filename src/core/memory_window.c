@@ -1,14 +1,18 @@
 #include "memory_window.h"
 
+#include "key_hold.h"
 #include "segment_ops.h"
 
-static void unbind(struct uro_peer *p, struct uro_seg_mr *mw)
+/* The region stays registered (its window count) until the last copy
+ * through the window has let go of it. */
+void uro_mw_unbind(struct uro_peer *p, struct uro_seg_mr *mw)
 {
 	if (!mw->bound)
 		return;
 	struct uro_seg_mr *parent = uro_peer_mr(p, mw->parent);
 
-	__atomic_store_n(&mw->bound, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&mw->bound, 0, __ATOMIC_SEQ_CST);
+	uro_key_quiesce(mw);
 	if (parent)
 		__atomic_sub_fetch(&parent->windows, 1, __ATOMIC_RELEASE);
 }
@@ -39,7 +43,7 @@ enum ibv_wc_status uro_mw_bind(struct uro_peer *self, uint32_t pd, uint32_t qpn,
 	if (mw->kind == URO_KEY_MW2 && mw->bound)
 		return IBV_WC_MW_BIND_ERR;
 	if (!b->length) {
-		unbind(self, mw);
+		uro_mw_unbind(self, mw);
 		mw->rkey = b->new_rkey;
 		return IBV_WC_SUCCESS;
 	}
@@ -47,7 +51,7 @@ enum ibv_wc_status uro_mw_bind(struct uro_peer *self, uint32_t pd, uint32_t qpn,
 	if (!mr || mr->pd != pd || !access_ok(mr, b->access) || b->addr < mr->iova ||
 	    b->length > mr->length || b->addr - mr->iova > mr->length - b->length)
 		return IBV_WC_MW_BIND_ERR;
-	unbind(self, mw);
+	uro_mw_unbind(self, mw);
 	mw->parent = (uint32_t)(mr - self->mr);
 	mw->addr = mr->addr + (b->addr - mr->iova);
 	mw->iova = b->addr;
@@ -66,6 +70,6 @@ int uro_mw_invalidate(struct uro_peer *p, uint32_t pd, uint32_t qpn, uint32_t rk
 
 	if (!mw || mw->kind != URO_KEY_MW2 || !mw->bound || mw->pd != pd || mw->qpn != qpn)
 		return -1;
-	unbind(p, mw);
+	uro_mw_unbind(p, mw);
 	return 0;
 }

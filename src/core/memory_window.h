@@ -25,4 +25,7 @@ enum ibv_wc_status uro_mw_bind(struct uro_peer *self, uint32_t pd, uint32_t qpn,
  * (Local Invalidate, Send with Invalidate: IBTA 10.6.7.2.3); 0 or -1. */
 int uro_mw_invalidate(struct uro_peer *p, uint32_t pd, uint32_t qpn, uint32_t rkey);
 
+/* Unbinds a window, if bound, once no copy through it is in flight. */
+void uro_mw_unbind(struct uro_peer *p, struct uro_seg_mr *mw);
+
 #endif

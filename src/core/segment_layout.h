@@ -12,7 +12,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 5
+#define URO_SEG_VERSION 6
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 struct uro_seg_counters {
@@ -90,6 +90,10 @@ struct uro_seg_srq {
  * binds to part of a region. */
 enum uro_key_kind { URO_KEY_MR, URO_KEY_MW1, URO_KEY_MW2 };
 
+/* Processes that may copy through one key at the same time, each counted
+ * in its own lane (key_hold.c). */
+#define URO_KEY_LANES 7
+
 struct uro_seg_mr {
 	uint32_t in_use;
 	uint32_t lkey;
@@ -106,6 +110,9 @@ struct uro_seg_mr {
 	uint32_t qpn;	  /* a type 2 window: the QP it is bound to */
 	uint32_t parent;  /* a window: the region's entry */
 	uint32_t windows; /* a region: windows bound to it */
+	/* Copies in flight through the key: pid << 32 | count per lane. */
+	uint64_t lanes[URO_KEY_LANES];
+	uint64_t reserved1;
 };
 
 struct uro_seg_header {
@@ -129,6 +136,6 @@ struct uro_seg_header {
 _Static_assert(sizeof(struct uro_seg_qp) == 256, "QP entry size");
 _Static_assert(sizeof(struct uro_seg_cq) == 64, "CQ entry size");
 _Static_assert(sizeof(struct uro_seg_srq) == 64, "SRQ entry size");
-_Static_assert(sizeof(struct uro_seg_mr) == 64, "MR entry size");
+_Static_assert(sizeof(struct uro_seg_mr) == 128, "MR entry size");
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "objects.h"
 #include "opcode.h"
+#include "remote_copy.h"
 #include "segment_ops.h"
 
 #define GRH_BYTES    40
@@ -135,6 +136,7 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 	struct uro_peer *p = NULL;
 	struct uro_seg_qp *t;
 	const struct uro_seg_srq *srq;
+	struct uro_holds h;
 	struct uro_recv r;
 	struct uro_cqe e;
 	uint64_t cap;
@@ -169,7 +171,10 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 		e.wc_flags |= IBV_WC_WITH_IMM;
 	}
 	srq = uro_peer_srq(p, t->srq);
-	if (uro_sge_iov(p, t->srq ? (srq ? srq->pd : 0) : t->pd, r.sge, r.num_sge, 1, riov, &nr,
+	/* The receive buffers are held for the copy (key_hold.h). */
+	uro_holds_init(&h, 0);
+	if (uro_hold_sges(p, r.sge, r.num_sge, &h) ||
+	    uro_sge_iov(p, t->srq ? (srq ? srq->pd : 0) : t->pd, r.sge, r.num_sge, 1, riov, &nr,
 			&cap)) {
 		e.status = IBV_WC_LOC_PROT_ERR;
 	} else if (cap < GRH_BYTES + len) {
@@ -179,16 +184,13 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 		siov[0].iov_base = grh;
 		siov[0].iov_len = GRH_BYTES;
 		memcpy(siov + 1, liov, (size_t)nl * sizeof(*liov));
-		for (int i = 0, left = (int)(GRH_BYTES + len); i < nr; i++) {
-			if (riov[i].iov_len > (size_t)left)
-				riov[i].iov_len = (size_t)left;
-			left -= (int)riov[i].iov_len;
-		}
-		if (process_vm_writev(p->pid, siov, (unsigned long)nl + 1, riov, (unsigned long)nr,
-				      0) != (ssize_t)(GRH_BYTES + len))
+		if (uro_remote_copy(p, 1, siov, nl + 1, riov, nr, GRH_BYTES + len, &h)) {
+			uro_release(&h);
 			return IBV_WC_SUCCESS; /* the receiver is gone: the datagram is lost */
+		}
 		e.byte_len = (uint32_t)(GRH_BYTES + len);
 	}
+	uro_release(&h);
 	uro_deliver(p, t->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
 	return IBV_WC_SUCCESS;
 }

@@ -10,6 +10,7 @@
 
 #include "access.h"
 #include "address_space.h"
+#include "key_hold.h"
 #include "objects.h"
 #include "segment_ops.h"
 
@@ -32,7 +33,7 @@ static void publish(struct uro_mr *mr)
 	p->pd = mr->ibmr.pd->handle;
 	p->addr = (uintptr_t)mr->ibmr.addr;
 	p->length = mr->ibmr.length;
-	p->in_use = 1;
+	__atomic_store_n(&p->in_use, 1, __ATOMIC_RELEASE);
 }
 
 static int range_ok(const void *addr, size_t length)
@@ -132,7 +133,12 @@ URO_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 		uro_unlock(ctx);
 		return EBUSY;
 	}
-	mr->pub->in_use = 0;
+	__atomic_store_n(&mr->pub->in_use, 0, __ATOMIC_SEQ_CST);
+	uro_unlock(ctx);
+	/* The region is out of reach once this returns (ibv_dereg_mr(3)):
+	 * copies through it that started before are waited for. */
+	uro_key_quiesce(mr->pub);
+	uro_lock(ctx);
 	to_upd(ibmr->pd)->users--;
 	uro_index_give(&ctx->seg.mr_ids, mr->index);
 	uro_unlock(ctx);
@@ -165,6 +171,10 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	uro_lock(ctx);
+	/* Out of reach while it changes, and until copies through the old
+	 * translation are done (ibv_rereg_mr(3)). */
+	__atomic_store_n(&mr->pub->in_use, 0, __ATOMIC_SEQ_CST);
+	uro_key_quiesce(mr->pub);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		ibmr->addr = addr;
 		ibmr->length = length;

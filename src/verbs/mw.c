@@ -67,10 +67,7 @@ int uro_dealloc_mw(struct ibv_mw *ibmw)
 	struct uro_seg_mr *e = &ctx->self.mr[mw->index];
 
 	uro_lock(ctx);
-	if (e->bound) {
-		e->bound = 0;
-		__atomic_sub_fetch(&ctx->self.mr[e->parent].windows, 1, __ATOMIC_RELEASE);
-	}
+	uro_mw_unbind(&ctx->self, e); /* returns once no copy uses it */
 	__atomic_store_n(&e->in_use, 0, __ATOMIC_RELEASE);
 	/* Binds moved the key's low byte on (ibv_inc_rkey(3)): the entry's next
 	 * user starts past the last key this window had. */

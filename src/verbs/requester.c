@@ -16,6 +16,7 @@
 #include "cq_ring.h"
 #include "objects.h"
 #include "opcode.h"
+#include "remote_copy.h"
 #include "segment_ops.h"
 #include "staged_payload.h"
 
@@ -127,24 +128,15 @@ static enum ibv_wc_status gather(struct uro_context *ctx, struct uro_qp *qp,
 /* Cross-memory attach; a peer that has gone is marked so, and every later
  * request to it fails at once. Returns 0 or an errno. */
 static int move(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
-		const struct iovec *r, int nr, uint64_t len)
+		const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
 {
-	ssize_t n;
-
-	if (!len)
-		return 0;
-	n = to_peer ? process_vm_writev(p->pid, l, (unsigned long)nl, r, (unsigned long)nr, 0)
-		    : process_vm_readv(p->pid, l, (unsigned long)nl, r, (unsigned long)nr, 0);
-	if (n == (ssize_t)len)
-		return 0;
-	if (n < 0 && errno == ESRCH)
-		p->dead = 1;
-	return n < 0 ? errno : EFAULT;
+	return len ? uro_remote_copy(p, to_peer, l, nl, r, nr, len, h) : 0;
 }
 
 /* What a failed copy looks like to the requester: a vanished process
  * never acknowledges (RESULT_NO_ACK); memory the owner unmapped under a
- * valid key is the responder's access violation (fault_status). */
+ * valid key, or a key it revoked mid-copy, is the responder's access
+ * violation (fault_status). */
 static int move_status(struct uro_peer *p, int err, enum ibv_wc_status fault_status)
 {
 	if (!err)
@@ -152,19 +144,6 @@ static int move_status(struct uro_peer *p, int err, enum ibv_wc_status fault_sta
 	if (p->dead || err == ESRCH || err == EPERM)
 		return RESULT_NO_ACK;
 	return (int)fault_status;
-}
-
-/* Cuts an iovec list down to len bytes. */
-static int trim(struct iovec *iov, int n, uint64_t len)
-{
-	int i;
-
-	for (i = 0; i < n && len; i++) {
-		if (iov[i].iov_len > len)
-			iov[i].iov_len = len;
-		len -= iov[i].iov_len;
-	}
-	return i;
 }
 
 struct target {
@@ -240,15 +219,41 @@ static enum ibv_wc_status responder_error(struct target *t, struct uro_cqe *e,
 	return rstatus;
 }
 
+/* Places a SEND's payload in the receive r, its buffers held while the
+ * bytes land (key_hold.h): IBV_WC_SUCCESS, the responder's local error
+ * for a receive that cannot take it, or the requester's view of a peer
+ * gone (move_status). */
+static int place(struct target *t, struct uro_recv *r, const struct iovec *liov, int nl,
+		 uint64_t len, struct uro_cqe *e)
+{
+	struct iovec riov[URO_MAX_SGE];
+	struct uro_holds h;
+	uint64_t cap;
+	int nr, st;
+
+	uro_holds_init(&h, 0);
+	if (uro_hold_sges(t->peer, r->sge, r->num_sge, &h))
+		st = IBV_WC_LOC_QP_OP_ERR;
+	else if (uro_sge_iov(t->peer, recv_pd(t), r->sge, r->num_sge, 1, riov, &nr, &cap))
+		st = IBV_WC_LOC_PROT_ERR;
+	else if (len > cap)
+		st = IBV_WC_LOC_LEN_ERR;
+	else if (uro_stage_payload(t->peer, r, liov, nl, len, e))
+		st = IBV_WC_SUCCESS;
+	else
+		st = move_status(t->peer, move(t->peer, 1, liov, nl, riov, nr, len, &h),
+				 IBV_WC_LOC_QP_OP_ERR);
+	uro_release(&h);
+	return st;
+}
+
 static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 			const struct uro_opcode *op, struct target *t, const struct iovec *liov,
 			int nl, uint64_t len)
 {
-	struct iovec riov[URO_MAX_SGE];
 	struct uro_recv r;
 	struct uro_cqe e;
-	uint64_t cap;
-	int nr, st;
+	int st;
 
 	if (uro_take_recv(t->peer, t->qp, &r))
 		return RESULT_RNR;
@@ -261,39 +266,38 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 		e.wc_flags |= IBV_WC_WITH_INV;
 		e.imm_data = wr->invalidate_rkey; /* the union's invalidated_rkey */
 	}
-	if (uro_sge_iov(t->peer, recv_pd(t), r.sge, r.num_sge, 1, riov, &nr, &cap))
-		return responder_error(t, &e, IBV_WC_LOC_PROT_ERR, IBV_WC_REM_OP_ERR);
-	if (len > cap)
+	/* A receive that cannot take the message is the responder's malformed
+	 * WQE: it completes in error and its QP enters ERR (IBTA 9.9.3.1.2),
+	 * as Soft-RoCE reports it. */
+	st = place(t, &r, liov, nl, len, &e);
+	if (st == IBV_WC_LOC_LEN_ERR)
 		return responder_error(t, &e, IBV_WC_LOC_LEN_ERR, IBV_WC_REM_INV_REQ_ERR);
-	if (!uro_stage_payload(t->peer, &r, liov, nl, len, &e)) {
-		st =
-		    move_status(t->peer, move(t->peer, 1, liov, nl, riov, trim(riov, nr, len), len),
-				IBV_WC_REM_OP_ERR);
-		/* A receive buffer that cannot be written is the responder's
-		 * malformed WQE: its receive completes in error and its QP
-		 * enters ERR (IBTA 9.9.3.1.2), as Soft-RoCE reports it. */
-		if (st == IBV_WC_REM_OP_ERR)
-			return responder_error(t, &e, IBV_WC_LOC_QP_OP_ERR, IBV_WC_REM_OP_ERR);
-		if (st != IBV_WC_SUCCESS)
-			return st;
-	}
+	if (st == IBV_WC_LOC_PROT_ERR || st == IBV_WC_LOC_QP_OP_ERR)
+		return responder_error(t, &e, (enum ibv_wc_status)st, IBV_WC_REM_OP_ERR);
+	if (st != IBV_WC_SUCCESS)
+		return st;
 	e.byte_len = (uint32_t)len;
 	uro_deliver(t->peer, t->qp->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
 	return IBV_WC_SUCCESS;
 }
 
 /* The target's bytes [va, va+len) under rkey, for an access that both the
- * responder QP and the key must grant (IBTA 9.7.5.1.3, 10.6.3); a violation
- * moves the responder QP to ERR. */
+ * responder QP and the key must grant (IBTA 9.7.5.1.3, 10.6.3), held in h
+ * until uro_release (key_hold.h); a violation moves the responder QP to
+ * ERR. */
 static int remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t len, unsigned access,
-			struct iovec *riov)
+			struct iovec *riov, struct uro_holds *h)
 {
 	uint64_t addr = 0;
 
+	uro_holds_init(h, 1);
 	/* A zero-length transfer names no memory: its R_Key and VA are not
 	 * checked (IBTA C9-88), the QP's access is. */
+	if (len && uro_hold(t->peer, rkey, h))
+		return RESULT_NO_ACK;
 	if (!(t->qp->access & access) ||
 	    (len && uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, rkey, va, len, access, &addr))) {
+		uro_release(h);
 		uro_qp_error(t->peer, t->qp);
 		return IBV_WC_REM_ACCESS_ERR;
 	}
@@ -302,21 +306,39 @@ static int remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t l
 	return IBV_WC_SUCCESS;
 }
 
+/* Moves the bytes of a WRITE or READ under the held key and lets it go. A
+ * key revoked mid-copy, or memory gone under it, is the responder's access
+ * violation, which moves its QP to ERR as a checked key's would. */
+static int remote_move(struct target *t, int to_peer, const struct iovec *liov, int nl,
+		       const struct iovec *riov, uint64_t len, struct uro_holds *h)
+{
+	int st = move_status(t->peer, move(t->peer, to_peer, liov, nl, riov, 1, len, h),
+			     IBV_WC_REM_ACCESS_ERR);
+
+	uro_release(h);
+	if (st == IBV_WC_REM_ACCESS_ERR)
+		uro_qp_error(t->peer, t->qp);
+	return st;
+}
+
 static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const struct uro_opcode *op,
 		      struct target *t, const struct iovec *liov, int nl, uint64_t len)
 {
+	struct uro_holds h;
 	struct iovec riov;
 	struct uro_recv r;
 	struct uro_cqe e;
 	int st = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-			      IBV_ACCESS_REMOTE_WRITE, &riov);
+			      IBV_ACCESS_REMOTE_WRITE, &riov, &h);
 
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	/* With immediate data the message consumes a receive (IBTA 9.4.3). */
-	if (op->imm && uro_take_recv(t->peer, t->qp, &r))
+	if (op->imm && uro_take_recv(t->peer, t->qp, &r)) {
+		uro_release(&h);
 		return RESULT_RNR;
-	st = move_status(t->peer, move(t->peer, 1, liov, nl, &riov, 1, len), IBV_WC_REM_ACCESS_ERR);
+	}
+	st = remote_move(t, 1, liov, nl, &riov, len, &h);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	if (op->imm) {
@@ -332,14 +354,14 @@ static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const str
 static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struct iovec *liov,
 		     int nl, uint64_t len)
 {
+	struct uro_holds h;
 	struct iovec riov;
 	int st = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-			      IBV_ACCESS_REMOTE_READ, &riov);
+			      IBV_ACCESS_REMOTE_READ, &riov, &h);
 
 	if (st != IBV_WC_SUCCESS)
 		return st;
-	return move_status(t->peer, move(t->peer, 0, liov, nl, &riov, 1, len),
-			   IBV_WC_REM_ACCESS_ERR);
+	return remote_move(t, 0, liov, nl, &riov, len, &h);
 }
 
 /* A live holder keeps the atomic lock for two small copies; one that
@@ -375,6 +397,7 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 	pthread_mutex_t *lock = &t->peer->hdr->atomic_lock;
 	uint64_t old, new;
 	struct iovec self = {&old, 8}, riov;
+	struct uro_holds h;
 	int err;
 
 	if (len != 8 || nl != 1)
@@ -384,21 +407,24 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
 	err = remote_range(t, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
-			   IBV_ACCESS_REMOTE_ATOMIC, &riov);
+			   IBV_ACCESS_REMOTE_ATOMIC, &riov, &h);
 	if (err != IBV_WC_SUCCESS)
 		return err;
-	if (atomic_lock(lock))
+	if (atomic_lock(lock)) {
+		uro_release(&h);
 		return RESULT_NO_ACK;
-	err = move(t->peer, 0, &self, 1, &riov, 1, 8);
+	}
+	err = move(t->peer, 0, &self, 1, &riov, 1, 8, NULL);
 	if (!err) {
 		if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 			new = old + wr->wr.atomic.compare_add;
 		else
 			new = old == wr->wr.atomic.compare_add ? wr->wr.atomic.swap : old;
 		self.iov_base = &new;
-		err = move(t->peer, 1, &self, 1, &riov, 1, 8);
+		err = move(t->peer, 1, &self, 1, &riov, 1, 8, NULL);
 	}
 	pthread_mutex_unlock(lock);
+	uro_release(&h);
 	if (err)
 		return move_status(t->peer, err, IBV_WC_REM_ACCESS_ERR);
 	memcpy(liov[0].iov_base, &old, 8); /* the original value, to the requester */

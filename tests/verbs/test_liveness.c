@@ -20,7 +20,7 @@
 
 #include "../check.h"
 #include "pair.h"
-#include "segment.h"
+#include "peer_segment.h"
 
 #define TOTAL 100000
 #define DEPTH 1024
@@ -92,32 +92,6 @@ static void test_resize_under_traffic(void)
 	CHECK_EQ(got, TOTAL);
 	CHECK_EQ(bad, 0);
 	CHECK(resizes >= 100);
-}
-
-/* A context's segment as a peer process maps it, through its memfd. */
-static void *map_segment(struct ibv_qp *qp)
-{
-	char want[64], path[64], link[64];
-
-	snprintf(want, sizeof(want), "/memfd:uroce-seg-%u (deleted)", qp->qp_num >> 12);
-	for (int fd = 3; fd < 1024; fd++) {
-		ssize_t n;
-		void *map;
-		int mfd;
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		n = readlink(path, link, sizeof(link) - 1);
-		if (n < 0)
-			continue;
-		link[n] = 0;
-		if (strcmp(link, want))
-			continue;
-		mfd = open(path, O_RDWR);
-		map = mmap(NULL, uro_seg_size(), PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-		close(mfd);
-		return map == MAP_FAILED ? NULL : map;
-	}
-	return NULL;
 }
 
 static struct uro_seg_cq *shared_cq(void *map, struct ibv_cq *cq)

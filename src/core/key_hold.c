@@ -1,0 +1,149 @@
+#include "key_hold.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "segment_ops.h"
+
+/* Rounds of looking for a free lane before the request goes unanswered. */
+#define HOLD_ROUNDS 64
+/* How often a waiting owner looks whether a holder still lives. */
+#define HOLDER_CHECK_NS (1000 * 1000)
+
+static uint64_t lane_value(uint32_t pid, uint32_t count)
+{
+	return (uint64_t)pid << 32 | count;
+}
+
+static uint32_t lane_pid(uint64_t v)
+{
+	return (uint32_t)(v >> 32);
+}
+
+/* A lane that is free or already this process's: one more hold in it. */
+static uint64_t *take_lane(struct uro_seg_mr *e, uint32_t pid)
+{
+	for (int round = 0; round < HOLD_ROUNDS; round++) {
+		for (uint32_t i = 0; i < URO_KEY_LANES; i++) {
+			uint64_t *lane = &e->lanes[(pid + i) % URO_KEY_LANES];
+			uint64_t v = __atomic_load_n(lane, __ATOMIC_RELAXED);
+
+			if (v && lane_pid(v) != pid)
+				continue;
+			if (__atomic_compare_exchange_n(lane, &v, v ? v + 1 : lane_value(pid, 1), 0,
+							__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+				return lane;
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void drop_lane(struct uro_seg_mr *e, uint32_t pid)
+{
+	for (uint32_t i = 0; i < URO_KEY_LANES; i++) {
+		uint64_t *lane = &e->lanes[(pid + i) % URO_KEY_LANES];
+		uint64_t v = __atomic_load_n(lane, __ATOMIC_RELAXED);
+
+		while (v && lane_pid(v) == pid) {
+			uint64_t next = (uint32_t)v == 1 ? 0 : v - 1;
+
+			if (__atomic_compare_exchange_n(lane, &v, next, 0, __ATOMIC_RELEASE,
+							__ATOMIC_RELAXED))
+				return;
+		}
+	}
+}
+
+int uro_hold(const struct uro_peer *p, uint32_t key, struct uro_holds *h)
+{
+	uint32_t index = (key >> 8) - 1;
+	struct uro_seg_mr *e = (key >> 8) ? uro_peer_mr(p, index) : NULL;
+
+	if (!e || h->n == URO_MAX_SGE)
+		return 0;
+	if (!take_lane(e, (uint32_t)getpid()))
+		return -1;
+	/* The owner's store that made the entry unreachable and its reading
+	 * of the lanes are ordered the other way round: one of the two sees
+	 * the other (the lookup that follows fails, or the owner waits). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	h->entry[h->n] = e;
+	h->key[h->n] = key;
+	h->n++;
+	return 0;
+}
+
+int uro_hold_sges(const struct uro_peer *p, const struct ibv_sge *sge, uint32_t n,
+		  struct uro_holds *h)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (sge[i].length && uro_hold(p, sge[i].lkey, h))
+			return -1;
+	return 0;
+}
+
+int uro_holds_valid(const struct uro_peer *p, const struct uro_holds *h)
+{
+	for (int i = 0; i < h->n; i++)
+		if (uro_mr_lookup(p, h->key[i], h->remote) != h->entry[i])
+			return 0;
+	return 1;
+}
+
+void uro_release(struct uro_holds *h)
+{
+	uint32_t pid = (uint32_t)getpid();
+
+	for (int i = 0; i < h->n; i++)
+		drop_lane(h->entry[i], pid);
+	h->n = 0;
+}
+
+/* A holder that will never let go: gone, or dead and not yet reaped. */
+static int holder_gone(uint32_t pid)
+{
+	char path[64], buf[256], *state;
+	FILE *f;
+
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT;
+	state = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	return state && (state[2] == 'Z' || state[2] == 'X');
+}
+
+static void wait_lane(uint64_t *lane)
+{
+	const struct timespec nap = {.tv_nsec = 20 * 1000};
+	uint64_t v, waited = HOLDER_CHECK_NS;
+
+	while ((v = __atomic_load_n(lane, __ATOMIC_SEQ_CST))) {
+		if (waited >= HOLDER_CHECK_NS) {
+			waited = 0;
+			if (lane_pid(v) != (uint32_t)getpid() && holder_gone(lane_pid(v))) {
+				__atomic_compare_exchange_n(lane, &v, 0, 0, __ATOMIC_SEQ_CST,
+							    __ATOMIC_RELAXED);
+				continue;
+			}
+		}
+		nanosleep(&nap, NULL);
+		waited += (uint64_t)nap.tv_nsec;
+	}
+}
+
+void uro_key_quiesce(struct uro_seg_mr *e)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (int i = 0; i < URO_KEY_LANES; i++)
+		wait_lane(&e->lanes[i]);
+}

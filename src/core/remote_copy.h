@@ -1,0 +1,24 @@
+/* Moving a request's bytes between this process and a peer with
+ * cross-memory attach (design.md decision 4), in chunks: between two, the
+ * keys the copy goes through are checked again, so that an owner who
+ * deregisters or invalidates one waits for one chunk, not for the whole
+ * transfer (key_hold.h). */
+#ifndef URO_REMOTE_COPY_H
+#define URO_REMOTE_COPY_H
+
+#include <sys/uio.h>
+
+#include "key_hold.h"
+
+/* Bytes moved between two checks of the keys: long enough that the
+ * syscall's cost is lost in the copy, short enough to be waited for. */
+#define URO_COPY_CHUNK (1u << 20)
+
+/* Copies len bytes from l to r (to_peer) or from r to l. 0, or an errno:
+ * ECANCELED when a held key stopped naming its memory mid-copy, ESRCH
+ * (and p->dead set) when the peer has gone, EFAULT when memory was not
+ * there. */
+int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
+		    const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h);
+
+#endif
