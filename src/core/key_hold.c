@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "segment_ops.h"
+#include "self_pid.h"
 
 /* Rounds of looking for a free lane before the request goes unanswered. */
 #define HOLD_ROUNDS 64
@@ -67,7 +68,7 @@ int uro_hold(const struct uro_peer *p, uint32_t key, struct uro_holds *h)
 
 	if (!e || h->n == URO_MAX_SGE)
 		return 0;
-	if (!take_lane(e, (uint32_t)getpid()))
+	if (!take_lane(e, uro_self_pid()))
 		return -1;
 	/* The owner's store that made the entry unreachable and its reading
 	 * of the lanes are ordered the other way round: one of the two sees
@@ -98,7 +99,7 @@ int uro_holds_valid(const struct uro_peer *p, const struct uro_holds *h)
 
 void uro_release(struct uro_holds *h)
 {
-	uint32_t pid = (uint32_t)getpid();
+	uint32_t pid = uro_self_pid();
 
 	for (int i = 0; i < h->n; i++)
 		drop_lane(h->entry[i], pid);
@@ -130,7 +131,7 @@ static void wait_lane(uint64_t *lane)
 	while ((v = __atomic_load_n(lane, __ATOMIC_SEQ_CST))) {
 		if (waited >= HOLDER_CHECK_NS) {
 			waited = 0;
-			if (lane_pid(v) != (uint32_t)getpid() && holder_gone(lane_pid(v))) {
+			if (lane_pid(v) != uro_self_pid() && holder_gone(lane_pid(v))) {
 				__atomic_compare_exchange_n(lane, &v, 0, 0, __ATOMIC_SEQ_CST,
 							    __ATOMIC_RELAXED);
 				continue;
