@@ -139,7 +139,7 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = UINT64_MAX;
 	a->page_size_cap = 0xfffff000;
-	a->vendor_id = 0;
+	a->vendor_id = 0xffffff; /* what Soft-RoCE reports: no IEEE OUI */
 	a->vendor_part_id = 0;
 	a->hw_ver = 0;
 	a->max_qp = URO_MAX_QP;

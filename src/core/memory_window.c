@@ -18,7 +18,9 @@ void uro_mw_unbind(struct uro_peer *p, struct uro_seg_mr *mw)
 }
 
 /* A window may give remote write or atomic access only over a region the
- * owner may write (IBTA 10.6.7.2.2, C10-74). */
+ * owner may write (IBTA 10.6.7.2.2, C10-74). LOCAL_WRITE means nothing to a
+ * window, which only remote peers use; it is accepted and ignored, as
+ * Soft-RoCE and rdma-core's tests expect. */
 static int access_ok(const struct uro_seg_mr *mr, unsigned access)
 {
 	if (!(mr->access & IBV_ACCESS_MW_BIND))
@@ -26,8 +28,9 @@ static int access_ok(const struct uro_seg_mr *mr, unsigned access)
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(mr->access & IBV_ACCESS_LOCAL_WRITE))
 		return 0;
-	return !(access & ~(unsigned)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				      IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED));
+	return !(access & ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				      IBV_ACCESS_ZERO_BASED));
 }
 
 enum ibv_wc_status uro_mw_bind(struct uro_peer *self, uint32_t pd, uint32_t qpn,

@@ -14,19 +14,28 @@ static struct sockaddr *copy_addr(const struct sockaddr *sa, socklen_t len)
 	return c;
 }
 
-static struct rdma_addrinfo *from_addrinfo(const struct addrinfo *ai,
-					   const struct rdma_addrinfo *hints, int passive)
+static struct rdma_addrinfo *new_result(int family, const struct rdma_addrinfo *hints)
 {
 	struct rdma_addrinfo *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return NULL;
 	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = ai->ai_family;
+	r->ai_family = family;
 	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
 	r->ai_qp_type = hints && hints->ai_qp_type	  ? hints->ai_qp_type
 			: r->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD
 							  : IBV_QPT_RC;
+	return r;
+}
+
+static struct rdma_addrinfo *from_addrinfo(const struct addrinfo *ai,
+					   const struct rdma_addrinfo *hints, int passive)
+{
+	struct rdma_addrinfo *r = new_result(ai->ai_family, hints);
+
+	if (!r)
+		return NULL;
 	if (passive) {
 		r->ai_src_addr = copy_addr(ai->ai_addr, ai->ai_addrlen);
 		r->ai_src_len = ai->ai_addrlen;
@@ -41,6 +50,38 @@ static struct rdma_addrinfo *from_addrinfo(const struct addrinfo *ai,
 	return r;
 }
 
+/* No node and no service: the addresses are the hints' own, as libfabric
+ * passes them (rdma_getaddrinfo(3): hints may carry ai_src_addr and
+ * ai_dst_addr). */
+static int from_hints(const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	const struct sockaddr *any = hints->ai_dst_len ? hints->ai_dst_addr : hints->ai_src_addr;
+	struct rdma_addrinfo *r = new_result(any->sa_family, hints);
+
+	if (!r)
+		return uro_cm_err(ENOMEM);
+	if (hints->ai_src_len) {
+		r->ai_src_addr = copy_addr(hints->ai_src_addr, hints->ai_src_len);
+		r->ai_src_len = hints->ai_src_len;
+	}
+	if (hints->ai_dst_len) {
+		r->ai_dst_addr = copy_addr(hints->ai_dst_addr, hints->ai_dst_len);
+		r->ai_dst_len = hints->ai_dst_len;
+	}
+	if ((hints->ai_src_len && !r->ai_src_addr) || (hints->ai_dst_len && !r->ai_dst_addr)) {
+		rdma_freeaddrinfo(r);
+		return uro_cm_err(ENOMEM);
+	}
+	*res = r;
+	return 0;
+}
+
+static int addresses_in(const struct rdma_addrinfo *hints)
+{
+	return hints && ((hints->ai_src_len && hints->ai_src_addr) ||
+			 (hints->ai_dst_len && hints->ai_dst_addr));
+}
+
 URO_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 				const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
@@ -49,8 +90,10 @@ URO_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct rdma_addrinfo **tail = res;
 	int rc;
 
-	if (!res || (!node && !service))
+	if (!res)
 		return uro_cm_err(EINVAL);
+	if (!node && !service)
+		return addresses_in(hints) ? from_hints(hints, res) : uro_cm_err(EINVAL);
 	if (hints) {
 		h.ai_family = hints->ai_family;
 		h.ai_flags = (passive ? AI_PASSIVE : 0) |

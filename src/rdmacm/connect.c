@@ -20,13 +20,44 @@ static void my_side(struct uro_cm_id *cm, struct uro_cm_peer *me)
 	me->qkey = URO_UDP_QKEY;
 	me->responder_resources = cm->param.responder_resources;
 	me->initiator_depth = cm->param.initiator_depth;
-	/* 3-bit fields on the wire (IBTA 12.6.5); 7 is the most there is. */
-	me->retry_count = cm->param.retry_count > 7 ? 7 : cm->param.retry_count;
-	me->rnr_retry = cm->param.rnr_retry_count > 7 ? 7 : cm->param.rnr_retry_count;
+	me->retry_count = cm->param.retry_count;
+	me->rnr_retry = cm->param.rnr_retry_count;
 	me->srq = cm->id.srq != NULL || cm->param.srq;
 	me->gid = cm->path.sgid;
 	if (cm->id.verbs && ibv_query_port(cm->id.verbs, 1, &port) == 0)
 		me->lid = port.lid;
+}
+
+/* A depth the program asked for: RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH
+ * (0xff) ask for the device's maximum; more than that is EINVAL. */
+static int depth(uint8_t *want, int max)
+{
+	if (*want == 0xff && max < 0xff)
+		*want = (uint8_t)max;
+	return *want > max ? EINVAL : 0;
+}
+
+/* The program's connection parameters as the CM uses them
+ * (rdma_connect(3), rdma_accept(3)). The retry counts are 3-bit fields on
+ * the wire (IBTA 12.6.5): larger ones are clamped to 7, as the kernel CM
+ * clamps them. Returns 0 or an errno. */
+static int take_param(struct uro_cm_id *cm, const struct rdma_conn_param *param)
+{
+	struct ibv_device_attr d;
+
+	cm->param = *param;
+	if (cm->param.retry_count > 7)
+		cm->param.retry_count = 7;
+	if (cm->param.rnr_retry_count > 7)
+		cm->param.rnr_retry_count = 7;
+	if (cm->id.qp_type == IBV_QPT_UD)
+		return 0;
+	if (!cm->id.verbs || ibv_query_device(cm->id.verbs, &d))
+		return ENODEV;
+	if (depth(&cm->param.responder_resources, d.max_qp_rd_atom) ||
+	    depth(&cm->param.initiator_depth, d.max_qp_init_rd_atom))
+		return EINVAL;
+	return 0;
 }
 
 /* The CM connection is done with: stop reading it and close it (called
@@ -87,8 +118,8 @@ URO_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param
 	if (cm->state != CM_ROUTE_RESOLVED || (param && param->private_data_len > limit) ||
 	    (!ud && !id->qp && !param))
 		return uro_cm_err(EINVAL);
-	if (param)
-		cm->param = *param;
+	if (param && (rc = take_param(cm, param)))
+		return uro_cm_err(rc);
 	if (!id->qp && param)
 		cm->qpn = param->qp_num; /* the program's own QP */
 	my_side(cm, &me);
@@ -130,8 +161,8 @@ URO_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	if (cm->state != CM_REQ_RCVD || (param && param->private_data_len > limit) ||
 	    (!id->qp && !param))
 		return uro_cm_err(EINVAL);
-	if (param)
-		cm->param = *param;
+	if (param && (rc = take_param(cm, param)))
+		return uro_cm_err(rc);
 	if (!id->qp && param)
 		cm->qpn = param->qp_num; /* the program's own QP */
 	if (!ud && id->qp && uro_cm_qp_to_rtr_rts(cm))

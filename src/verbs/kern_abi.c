@@ -6,6 +6,7 @@
 #include <rdma/ib_user_verbs.h>
 #include <string.h>
 
+#include "driver_abi.h"
 #include "objects.h"
 
 URO_EXPORT void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src)

@@ -3,17 +3,37 @@
  * while reads of real sysfs files work as documented. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "driver_abi.h"
 #include "objects.h"
 
-URO_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
-{
-	int n = snprintf(buf, size, "/sys");
+static char sysfs_path[4096];
+static pthread_once_t sysfs_once = PTHREAD_ONCE_INIT;
 
-	return n > 0 && (size_t)n < size ? 0 : -1;
+/* Read once, as rdma-core does: later changes to the environment do not
+ * move it. */
+static void find_sysfs(void)
+{
+	const char *env = getenv("SYSFS_PATH");
+	size_t n;
+
+	if (!env || !env[0] || strlen(env) >= sizeof(sysfs_path))
+		env = "/sys";
+	n = strlen(env);
+	memcpy(sysfs_path, env, n + 1);
+	while (n > 1 && sysfs_path[n - 1] == '/')
+		sysfs_path[--n] = '\0';
+}
+
+URO_EXPORT const char *ibv_get_sysfs_path(void)
+{
+	pthread_once(&sysfs_once, find_sysfs);
+	return sysfs_path;
 }
 
 /* Reads dir/file into buf, NUL-terminated and without a trailing newline;

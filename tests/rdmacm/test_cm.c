@@ -525,6 +525,72 @@ static void test_peer_killed(struct rdma_event_channel *ch)
 	rdma_destroy_id(id);
 }
 
+/* Issue 11 item 7: RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the
+ * device's maximum, and retry counts above 7 are clamped to 7, as the
+ * kernel CM does (libfabric and fio pass them); an explicit depth above
+ * the device's is EINVAL. */
+static void test_max_depths(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_ACCEPT, 1);
+	struct rdma_conn_param cp = {.responder_resources = RDMA_MAX_RESP_RES,
+				     .initiator_depth = RDMA_MAX_INIT_DEPTH,
+				     .retry_count = 15,
+				     .rnr_retry_count = 15};
+	struct ibv_device_attr d;
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+	struct rdma_cm_id *id = NULL;
+	struct rdma_conn_param big;
+
+	CHECK_EQ(client_prepare(ch, &id), 0);
+	CHECK_EQ(ibv_query_device(id->verbs, &d), 0);
+	big = cp;
+	big.responder_resources = (uint8_t)(d.max_qp_rd_atom + 1);
+	CHECK_EQ(rdma_connect(id, &big), -1);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(rdma_connect(id, &cp), 0);
+	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_ESTABLISHED);
+	CHECK_EQ(ibv_query_qp(id->qp, &qa,
+			      IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+				  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY,
+			      &qi),
+		 0);
+	CHECK_EQ(qa.max_rd_atomic, d.max_qp_init_rd_atom);
+	CHECK_EQ(qa.max_dest_rd_atomic, d.max_qp_rd_atom);
+	CHECK_EQ(qa.retry_cnt, 7);
+	CHECK_EQ(qa.rnr_retry, 7);
+	rdma_disconnect(id);
+	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	CHECK_EQ(finish_server(pid, 5000), 0);
+}
+
+/* Issue 11 item 8: with neither node nor service, the addresses are the
+ * hints' own (libfabric resolves so); with none there either, EINVAL. */
+static void test_getaddrinfo_hints(void)
+{
+	struct sockaddr_in dst = addr_of(port), src = addr_of(0);
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res = NULL;
+
+	CHECK_EQ(rdma_getaddrinfo(NULL, NULL, &hints, &res), -1);
+	CHECK_EQ(errno, EINVAL);
+	hints.ai_dst_addr = (struct sockaddr *)&dst;
+	hints.ai_dst_len = sizeof(dst);
+	hints.ai_src_addr = (struct sockaddr *)&src;
+	hints.ai_src_len = sizeof(src);
+	CHECK_EQ(rdma_getaddrinfo(NULL, NULL, &hints, &res), 0);
+	CHECK(res != NULL);
+	if (!res)
+		return;
+	CHECK_EQ(res->ai_family, AF_INET);
+	CHECK_EQ(res->ai_qp_type, IBV_QPT_RC);
+	CHECK(res->ai_dst_len == sizeof(dst) && !memcmp(res->ai_dst_addr, &dst, sizeof(dst)));
+	CHECK(res->ai_src_len == sizeof(src) && !memcmp(res->ai_src_addr, &src, sizeof(src)));
+	CHECK(res->ai_next == NULL);
+	rdma_freeaddrinfo(res);
+}
+
 static int open_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -582,6 +648,8 @@ int main(void)
 	RUN(test_fd_table_full(), 30);
 	RUN(test_listener_killed(ch), 30);
 	RUN(test_peer_killed(ch), 30);
+	RUN(test_max_depths(ch), 30);
+	RUN(test_getaddrinfo_hints(), 10);
 	RUN(test_cycles(ch), 120);
 	rdma_destroy_event_channel(ch);
 	return check_report();

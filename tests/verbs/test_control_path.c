@@ -9,8 +9,10 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../src/verbs/driver_abi.h"
 #include "../check.h"
 #include "fixture.h"
 
@@ -42,6 +44,7 @@ static void test_device(struct ibv_context *ctx)
 	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &dx), 0);
 	CHECK_EQ(dx.orig_attr.phys_port_cnt, 1);
 	CHECK(dx.orig_attr.max_qp > 0 && dx.orig_attr.max_cqe > 0);
+	CHECK_EQ(dx.orig_attr.vendor_id, 0xffffff); /* Soft-RoCE's: no IEEE OUI */
 	CHECK_EQ(ibv_query_port(ctx, 1, &port), 0);
 	CHECK_EQ(port.state, IBV_PORT_ACTIVE);
 	CHECK_EQ(port.link_layer, IBV_LINK_LAYER_ETHERNET);
@@ -666,6 +669,23 @@ static void test_strings(void)
 	CHECK_EQ(mbps_to_ibv_rate(2500), IBV_RATE_2_5_GBPS);
 }
 
+/* Issue 11 item 2: rdma-core's const char *ibv_get_sysfs_path(void): the
+ * sysfs mount point, SYSFS_PATH without its trailing slashes when set. */
+static void test_sysfs_path(void)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		setenv("SYSFS_PATH", "/tmp/uroce-sysfs//", 1);
+		_exit(strcmp(ibv_get_sysfs_path(), "/tmp/uroce-sysfs") != 0);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	unsetenv("SYSFS_PATH");
+	CHECK_STR(ibv_get_sysfs_path(), "/sys");
+}
+
 int main(void)
 {
 	struct fixture f;
@@ -687,6 +707,7 @@ int main(void)
 	test_unsupported(f.ctx, f.pd);
 	test_async_fd(f.ctx);
 	test_strings();
+	test_sysfs_path();
 	fixture_close(&f);
 	return check_report();
 }
