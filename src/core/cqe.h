@@ -36,6 +36,10 @@ struct uro_cqe {
 
 #define URO_STAGED_MAX 56
 
+/* The status of an entry its QP's reset purged: the poll skips it, as a
+ * provider removes a reset QP's completions from its CQs. */
+#define URO_CQE_DISCARDED 0xffffu
+
 _Static_assert(sizeof(struct uro_cqe) == 128, "CQE: the completion, then a staged payload");
 _Static_assert(sizeof(((struct uro_cqe *)0)->staged) == URO_STAGED_MAX, "staged payload size");
 

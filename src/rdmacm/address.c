@@ -28,6 +28,8 @@ static int bind_socket(struct uro_cm_id *cm, const struct sockaddr *addr)
 		return -1;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (addr->sa_family == AF_INET6 && cm->afonly >= 0)
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &cm->afonly, sizeof(cm->afonly));
 	if (bind(s, addr, sa_len(addr)) || getsockname(s, &cm->id.route.addr.src_addr, &len)) {
 		int err = errno;
 
@@ -52,7 +54,7 @@ URO_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		return uro_cm_err(ENODEV);
 	if (bind_socket(cm, addr))
 		return -1;
-	id->verbs = verbs;
+	uro_cm_set_device(id, verbs);
 	id->port_num = verbs ? 1 : 0;
 	return 0;
 }
@@ -93,7 +95,7 @@ URO_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		}
 	}
 	if (!err && !id->verbs) {
-		id->verbs = uro_cm_device_for_addr(&id->route.addr.src_addr);
+		uro_cm_set_device(id, uro_cm_device_for_addr(&id->route.addr.src_addr));
 		err = id->verbs ? 0 : ENODEV;
 	}
 	/* An address no uroce device reaches is an ADDR_ERROR event, as the

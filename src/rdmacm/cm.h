@@ -68,6 +68,8 @@ struct uro_cm_id {
 	uint32_t psn;
 	struct uro_cm_peer peer;
 	struct rdma_conn_param param; /* this side's, from connect or accept */
+	int afonly;		      /* RDMA_OPTION_ID_AFONLY; -1: the system's default */
+	int ack_timeout;	      /* RDMA_OPTION_ID_ACK_TIMEOUT; -1: the CM's default */
 	uint32_t qpn;		      /* the connection's QP, 0 before it has one */
 	struct uro_cm_id *listener;   /* for a request's id */
 	struct ibv_sa_path_rec path;
@@ -118,6 +120,9 @@ void uro_cm_id_free(struct uro_cm_id *id);
 /* device.c: one verbs context per uroce device, shared by every id. */
 struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr);
 struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx);
+/* The id's device, and its PD the device's default one, as librdmacm sets
+ * them once an id has an address (rdma-core's CM tests read id->pd). */
+void uro_cm_set_device(struct rdma_cm_id *id, struct ibv_context *verbs);
 int uro_cm_fill_route(struct uro_cm_id *id);
 
 /* cm_qp.c */

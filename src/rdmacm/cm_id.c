@@ -28,6 +28,7 @@ struct uro_cm_id *uro_cm_id_new(struct rdma_event_channel *ch, void *context,
 	id->id.ps = ps;
 	id->id.qp_type = qpt;
 	id->sock = -1;
+	id->afonly = id->ack_timeout = -1;
 	id->psn = (uint32_t)random() & 0xffffff;
 	pthread_mutex_init(&id->lock, NULL);
 	pthread_cond_init(&id->cond, NULL);
@@ -123,17 +124,45 @@ URO_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel 
 	return 0;
 }
 
+/* RDMA_OPTION_ID_AFONLY: an IPv6 id that takes IPv6 only (or IPv4 too),
+ * so that 0.0.0.0 and :: can be bound on one port; like the kernel CM,
+ * only before the id is bound. */
+static int set_afonly(struct uro_cm_id *cm, const void *optval, size_t optlen)
+{
+	if (optlen != sizeof(int) || cm->state != CM_IDLE || cm->sock >= 0)
+		return uro_cm_err(EINVAL);
+	cm->afonly = *(const int *)optval != 0;
+	return 0;
+}
+
+/* RDMA_OPTION_ID_ACK_TIMEOUT: the QP's local ACK timeout, 4.096 us *
+ * 2^value, set when the CM moves it to RTS (IBTA 9.7.6.1.3). */
+static int set_ack_timeout(struct uro_cm_id *cm, const void *optval, size_t optlen)
+{
+	uint8_t t;
+
+	if (optlen != sizeof(uint8_t))
+		return uro_cm_err(EINVAL);
+	t = *(const uint8_t *)optval;
+	if (t > 31)
+		return uro_cm_err(EINVAL);
+	cm->ack_timeout = t;
+	return 0;
+}
+
 /* rdma_set_option(3): the id options a uroce port honours or has no use
- * for; anything else is unknown to it. */
+ * for (TOS: no wire; REUSEADDR: always on); anything else is unknown. */
 URO_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 			       size_t optlen)
 {
-	(void)id;
 	if (!optval || !optlen)
 		return uro_cm_err(EINVAL);
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_AFONLY)
+		return set_afonly(to_cm(id), optval, optlen);
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT)
+		return set_ack_timeout(to_cm(id), optval, optlen);
 	if (level == RDMA_OPTION_ID &&
-	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
-	     optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR))
 		return 0;
 	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
 		return 0;

@@ -69,7 +69,7 @@ static void rts_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (cm->id.qp_type == IBV_QPT_UD)
 		return;
-	a->timeout = 14;
+	a->timeout = cm->ack_timeout >= 0 ? (uint8_t)cm->ack_timeout : 14;
 	a->retry_cnt = cm->peer.retry_count ? cm->peer.retry_count : 7;
 	a->rnr_retry = cm->param.rnr_retry_count;
 	a->max_rd_atomic = cm->param.initiator_depth ? cm->param.initiator_depth : 1;

@@ -83,6 +83,12 @@ struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx)
 	return pd;
 }
 
+void uro_cm_set_device(struct rdma_cm_id *id, struct ibv_context *verbs)
+{
+	id->verbs = verbs;
+	id->pd = verbs ? uro_cm_default_pd(verbs) : NULL;
+}
+
 URO_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);

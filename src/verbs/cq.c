@@ -73,13 +73,18 @@ static __attribute__((noinline)) int head_abandoned(struct uro_cq *cq)
  * the receive buffer from the moment it sees the completion. */
 static struct uro_cqe *take(struct uro_cq *cq)
 {
-	struct uro_cqe *e = peek(cq);
+	struct uro_cqe *e;
 
-	if (!e && head_abandoned(cq)) {
-		uro_cq_consume(cq->pub);
+	for (;;) {
 		e = peek(cq);
+		if (!e && head_abandoned(cq)) {
+			uro_cq_consume(cq->pub);
+			e = peek(cq);
+		}
+		if (!e || e->status != URO_CQE_DISCARDED)
+			break;
+		uro_cq_consume(cq->pub);
 	}
-
 	if (e && e->staged_len)
 		uro_place_payload(&to_uctx(cq->cqx.context)->self, e);
 	return e;
@@ -120,6 +125,22 @@ static void to_wc(const struct uro_cqe *e, struct ibv_wc *wc)
 	wc->slid = e->slid;
 	wc->sl = e->sl;
 	wc->dlid_path_bits = e->dlid_path_bits;
+}
+
+void uro_cq_discard_qp(struct uro_cq *cq, uint32_t qpn)
+{
+	int locked = poll_lock(cq);
+	uint32_t tail = __atomic_load_n(&cq->pub->tail, __ATOMIC_ACQUIRE) & URO_CQ_POS_MASK;
+
+	/* Published entries between head and tail stay where they are until
+	 * polled; one still being written is left to the poll. */
+	for (uint32_t p = cq->pub->head; p != tail; p = (p + 1) & URO_CQ_POS_MASK) {
+		struct uro_cqe *e = &cq->ring[p % cq->pub->size];
+
+		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == p + 1 && e->qp_num == qpn)
+			e->status = URO_CQE_DISCARDED;
+	}
+	uro_mt_unlock(&cq->poll_lock, locked);
 }
 
 int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)

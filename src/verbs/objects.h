@@ -213,6 +213,8 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 /* The ops every context carries (context.c). */
 void uro_context_set_ops(struct uro_context *ctx);
 int uro_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+/* Removes a QP's completions from a CQ (a QP moved to RESET). */
+void uro_cq_discard_qp(struct uro_cq *cq, uint32_t qpn);
 int uro_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int uro_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int uro_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);

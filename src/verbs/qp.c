@@ -322,8 +322,15 @@ static void sqd_event(struct uro_context *ctx, struct uro_qp *qp, enum ibv_qp_st
 }
 
 /* RESET empties both queues (IBTA 10.3.1). */
+/* A QP moved to RESET starts empty, and its completions leave its CQs, as
+ * a provider purges them (rdma-core's providers clean both CQs). */
 static void reset_queues(struct uro_qp *qp)
 {
+	uint32_t qpn = qp->qpx.qp_base.qp_num;
+
+	uro_cq_discard_qp(qp->send_cq, qpn);
+	if (qp->recv_cq != qp->send_cq)
+		uro_cq_discard_qp(qp->recv_cq, qpn);
 	uro_qp_drop_pending(qp);
 	qp->pub->rq.head = qp->pub->rq.tail = 0;
 	qp->sq_posted = qp->sq_retired = 0;

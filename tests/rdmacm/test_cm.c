@@ -528,8 +528,9 @@ static void test_peer_killed(struct rdma_event_channel *ch)
 /* Issue 11 item 7: RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the
  * device's maximum, and retry counts above 7 are clamped to 7, as the
  * kernel CM does (libfabric and fio pass them); an explicit depth above
- * the device's is EINVAL. */
-static void test_max_depths(struct rdma_event_channel *ch)
+ * the device's is EINVAL. Item 10: RDMA_OPTION_ID_ACK_TIMEOUT is the QP's
+ * timeout. */
+static void test_connection_options(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_ACCEPT, 1);
 	struct rdma_conn_param cp = {.responder_resources = RDMA_MAX_RESP_RES,
@@ -541,8 +542,12 @@ static void test_max_depths(struct rdma_event_channel *ch)
 	struct ibv_qp_attr qa;
 	struct rdma_cm_id *id = NULL;
 	struct rdma_conn_param big;
+	uint8_t timeout = 20;
 
 	CHECK_EQ(client_prepare(ch, &id), 0);
+	CHECK_EQ(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
+				 sizeof(timeout)),
+		 0);
 	CHECK_EQ(ibv_query_device(id->verbs, &d), 0);
 	big = cp;
 	big.responder_resources = (uint8_t)(d.max_qp_rd_atom + 1);
@@ -564,6 +569,55 @@ static void test_max_depths(struct rdma_event_channel *ch)
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 	CHECK_EQ(finish_server(pid, 5000), 0);
+}
+
+/* Issue 11 item 10: an IPv6 id with RDMA_OPTION_ID_AFONLY shares its port
+ * with an IPv4 id on 0.0.0.0 (an iSER target binds both); without it, ::
+ * takes IPv4 too and the second bind finds the port taken. */
+static void test_afonly(void)
+{
+	struct sockaddr_in a4 = addr_of(++port);
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = a4.sin_port};
+	struct rdma_cm_id *v4, *v6, *both;
+	int one = 1, zero = 0;
+
+	a4.sin_addr.s_addr = htonl(INADDR_ANY);
+	a6.sin6_addr = in6addr_any;
+	CHECK_EQ(rdma_create_id(NULL, &v4, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_create_id(NULL, &v6, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_create_id(NULL, &both, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_bind_addr(v4, (struct sockaddr *)&a4), 0);
+	CHECK_EQ(rdma_listen(v4, 4), 0);
+	CHECK_EQ(rdma_set_option(both, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof(zero)),
+		 0);
+	CHECK_EQ(rdma_bind_addr(both, (struct sockaddr *)&a6), -1);
+	CHECK_EQ(errno, EADDRINUSE);
+	CHECK_EQ(rdma_set_option(v6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)), 0);
+	CHECK_EQ(rdma_bind_addr(v6, (struct sockaddr *)&a6), 0);
+	CHECK_EQ(rdma_listen(v6, 4), 0);
+	/* Too late once bound, as in the kernel CM. */
+	CHECK_EQ(rdma_set_option(v6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof(one)), -1);
+	rdma_destroy_id(both);
+	rdma_destroy_id(v6);
+	rdma_destroy_id(v4);
+}
+
+/* Issue 11 item 9: an id with an address has its device's default PD in
+ * id->pd, as librdmacm sets it (programs create QPs and AHs on it). */
+static void test_default_pd(struct rdma_event_channel *ch)
+{
+	struct sockaddr_in a = addr_of(++port);
+	struct rdma_cm_id *active, *passive;
+
+	CHECK_EQ(rdma_create_id(ch, &active, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(active, NULL, (struct sockaddr *)&a, 2000), 0);
+	CHECK_EQ(expect(ch, 2000), RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(active->pd != NULL && active->pd->context == active->verbs);
+	CHECK_EQ(rdma_create_id(NULL, &passive, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_bind_addr(passive, (struct sockaddr *)&a), 0);
+	CHECK(passive->pd != NULL && passive->pd == active->pd);
+	rdma_destroy_id(passive);
+	rdma_destroy_id(active);
 }
 
 /* Issue 11 item 8: with neither node nor service, the addresses are the
@@ -648,8 +702,10 @@ int main(void)
 	RUN(test_fd_table_full(), 30);
 	RUN(test_listener_killed(ch), 30);
 	RUN(test_peer_killed(ch), 30);
-	RUN(test_max_depths(ch), 30);
+	RUN(test_connection_options(ch), 30);
+	RUN(test_afonly(), 10);
 	RUN(test_getaddrinfo_hints(), 10);
+	RUN(test_default_pd(ch), 10);
 	RUN(test_cycles(ch), 120);
 	rdma_destroy_event_channel(ch);
 	return check_report();

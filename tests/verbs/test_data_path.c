@@ -1091,6 +1091,33 @@ static void test_other_user(void)
 	close(down[1]);
 }
 
+/* Issue 11 item 5: a QP moved to RESET takes its completions out of its
+ * CQ, as providers purge them; the peer's CQ keeps its own. */
+static void test_reset_purges_completions(void)
+{
+	struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	CHECK_EQ(post_recv_buf(&B, 1, B.buf, 64), 0);
+	CHECK_EQ(post_recv_buf(&B, 2, B.buf + 64, 64), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 11), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 12), 0);
+	CHECK_EQ(ibv_modify_qp(A.qp, &reset, IBV_QP_STATE), 0);
+	CHECK_EQ(ibv_poll_cq(A.cq, 1, &wc), 0);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 1);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 2);
+	/* Completions that come after the reset are the QP's again. */
+	reconnect(7, 1);
+	CHECK_EQ(post_recv_buf(&B, 3, B.buf, 64), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 13), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 13);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+}
+
 int main(void)
 {
 	if (side_open(&A, IBV_QPT_RC, 64, CAP) || side_open(&B, IBV_QPT_RC, 64, CAP)) {
@@ -1106,6 +1133,7 @@ int main(void)
 	test_unplaceable_send();
 	test_rnr();
 	test_flush();
+	test_reset_purges_completions();
 	test_post_errors();
 	test_cq_overrun();
 	test_srq_limit();
