@@ -219,12 +219,11 @@ static enum ibv_wc_status responder_error(struct target *t, struct uro_cqe *e,
 	return rstatus;
 }
 
-/* Places a SEND's payload in the receive r, its buffers held while the
- * bytes land (key_hold.h): IBV_WC_SUCCESS, the responder's local error
- * for a receive that cannot take it, or the requester's view of a peer
- * gone (move_status). */
-static int place(struct target *t, struct uro_recv *r, const struct iovec *liov, int nl,
-		 uint64_t len, struct uro_cqe *e)
+/* Copies a SEND's payload into the receive's buffers, held while the
+ * bytes land (key_hold.h) and looked up again under the hold: the first
+ * lookup may predate a deregistration. */
+static int copy_held(struct target *t, struct uro_recv *r, const struct iovec *liov, int nl,
+		     uint64_t len)
 {
 	struct iovec riov[URO_MAX_SGE];
 	struct uro_holds h;
@@ -234,17 +233,34 @@ static int place(struct target *t, struct uro_recv *r, const struct iovec *liov,
 	uro_holds_init(&h, 0);
 	if (uro_hold_sges(t->peer, r->sge, r->num_sge, &h))
 		st = IBV_WC_LOC_QP_OP_ERR;
-	else if (uro_sge_iov(t->peer, recv_pd(t), r->sge, r->num_sge, 1, riov, &nr, &cap))
+	else if (uro_sge_iov(t->peer, recv_pd(t), r->sge, r->num_sge, 1, riov, &nr, &cap) ||
+		 len > cap)
 		st = IBV_WC_LOC_PROT_ERR;
-	else if (len > cap)
-		st = IBV_WC_LOC_LEN_ERR;
-	else if (uro_stage_payload(t->peer, r, liov, nl, len, e))
-		st = IBV_WC_SUCCESS;
 	else
 		st = move_status(t->peer, move(t->peer, 1, liov, nl, riov, nr, len, &h),
 				 IBV_WC_LOC_QP_OP_ERR);
 	uro_release(&h);
 	return st;
+}
+
+/* Places a SEND's payload in the receive r: IBV_WC_SUCCESS, the
+ * responder's local error for a receive that cannot take it, or the
+ * requester's view of a peer gone (move_status). A staged payload needs no
+ * hold: the owner's poll places it only if the region is still there. */
+static int place(struct target *t, struct uro_recv *r, const struct iovec *liov, int nl,
+		 uint64_t len, struct uro_cqe *e)
+{
+	struct iovec riov[URO_MAX_SGE];
+	uint64_t cap;
+	int nr;
+
+	if (uro_sge_iov(t->peer, recv_pd(t), r->sge, r->num_sge, 1, riov, &nr, &cap))
+		return IBV_WC_LOC_PROT_ERR;
+	if (len > cap)
+		return IBV_WC_LOC_LEN_ERR;
+	if (uro_stage_payload(t->peer, r, liov, nl, len, e))
+		return IBV_WC_SUCCESS;
+	return copy_held(t, r, liov, nl, len);
 }
 
 static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
