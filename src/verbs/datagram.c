@@ -86,6 +86,22 @@ static void build_grh(struct uro_context *ctx, const struct uro_ah *ah, uint64_t
 		ipv6_grh(g, r, sgid, len, NEXT_HDR_UDP);
 }
 
+/* What a UD receive reports in its SL. On a RoCE port, the frame's header
+ * type as mlx5 reports it for UD over RoCE (its PRM: bit 3 for a frame
+ * with a UDP header, RoCEv2; bits 2:0 the L3 header, 1 IPv6, 2 IPv4).
+ * UCX's ud_verbs, up to 1.18, reads it to find the destination GID in the
+ * 40-byte GRH area. On an IB port, the packet's SL. */
+enum { ROCE_SL_UDP = 0x8, ROCE_SL_IPV6 = 0x1, ROCE_SL_IPV4 = 0x2 };
+
+static uint8_t received_sl(const struct uro_context *ctx, const struct uro_ah *ah)
+{
+	const union ibv_gid *sgid = &ctx->model.gids[ah->attr.grh.sgid_index].gid;
+
+	if (ctx->model.link.type == URO_LINK_IB || !ah->attr.is_global)
+		return ah->attr.sl;
+	return ROCE_SL_UDP | (uro_gid_is_ipv4_mapped(sgid) ? ROCE_SL_IPV4 : ROCE_SL_IPV6);
+}
+
 static struct uro_seg_qp *ud_qp(struct uro_peer *p, uint32_t qpn)
 {
 	struct uro_seg_qp *t;
@@ -164,7 +180,7 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 	e.qp_num = t->qpn;
 	e.src_qp = qp->qpx.qp_base.qp_num;
 	e.slid = ctx->model.port.lid;
-	e.sl = ah->attr.sl;
+	e.sl = received_sl(ctx, ah);
 	e.wc_flags = ah->attr.is_global ? IBV_WC_GRH : 0;
 	if (op->imm) {
 		e.imm_data = wr->imm_data;

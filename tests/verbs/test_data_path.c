@@ -675,6 +675,7 @@ static void test_ud(void)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.byte_len, 140); /* the 40-byte GRH area, then the payload */
 	CHECK(wc.wc_flags & IBV_WC_GRH);
+	CHECK_EQ(wc.sl, 0xa); /* mlx5's RoCE header type: UDP (8) | IPv4 (2); issue 11 item 4 */
 	CHECK_EQ(wc.src_qp, U1.qp->qp_num);
 	CHECK_EQ(U2.buf[20], 0x45); /* RoCEv2 over IPv4: the IPv4 header */
 	CHECK_EQ(U2.buf[32], 127);
