@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -46,6 +47,12 @@ static int owned_here(const struct uro_context *ctx)
 	return ctx->owner_pid == getpid();
 }
 
+/* This process's open contexts: ibv_import_device(3) finds one by its
+ * command fd (the ABI gives it nothing else). refs counts the context and
+ * its imports; the state goes with the last of them. */
+static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uro_context *contexts;
+
 static void context_free(struct uro_context *ctx)
 {
 	uro_progress_stop(ctx);
@@ -68,9 +75,63 @@ static void context_free(struct uro_context *ctx)
 		uro_registry_release(&ctx->slot);
 	else if (ctx->slot.fd >= 0)
 		close(ctx->slot.fd); /* the lock is the open file's: the parent keeps it */
+	if (ctx->vctx.context.cmd_fd >= 0)
+		close(ctx->vctx.context.cmd_fd);
 	pthread_mutex_destroy(&ctx->peers_lock);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	free(ctx);
+}
+
+static void context_list_add(struct uro_context *ctx)
+{
+	pthread_mutex_lock(&contexts_lock);
+	ctx->next_open = contexts;
+	contexts = ctx;
+	pthread_mutex_unlock(&contexts_lock);
+}
+
+/* Drops a reference; the last one frees the context's state. */
+void uro_context_put(struct uro_context *ctx)
+{
+	int last;
+
+	pthread_mutex_lock(&contexts_lock);
+	last = --ctx->refs == 0;
+	for (struct uro_context **p = &contexts; last && *p; p = &(*p)->next_open)
+		if (*p == ctx) {
+			*p = ctx->next_open;
+			break;
+		}
+	pthread_mutex_unlock(&contexts_lock);
+	if (last)
+		context_free(ctx);
+}
+
+static int same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return !fstat(a, &sa) && !fstat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+struct uro_context *uro_context_get_by_fd(int cmd_fd, int *err)
+{
+	struct uro_context *found = NULL;
+	struct stat st;
+
+	if (fstat(cmd_fd, &st)) {
+		*err = EBADF;
+		return NULL;
+	}
+	pthread_mutex_lock(&contexts_lock);
+	for (struct uro_context *c = contexts; c && !found; c = c->next_open)
+		if (owned_here(c) && same_file(c->vctx.context.cmd_fd, cmd_fd))
+			found = c;
+	if (found)
+		found->refs++;
+	pthread_mutex_unlock(&contexts_lock);
+	*err = found ? 0 : EINVAL;
+	return found;
 }
 
 URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -89,7 +150,9 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->seg.fd = -1;
 	ctx->async_wfd = -1;
 	c->async_fd = -1;
-	c->cmd_fd = -1; /* no kernel: nothing to ioctl */
+	c->cmd_fd = -1;
+	ctx->shared = ctx;
+	ctx->refs = 1;
 	c->device = device;
 	c->num_comp_vectors = URO_NUM_COMP_VEC;
 	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -109,6 +172,12 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->self.hdr->async_wfd = ctx->async_wfd;
 	ctx->peers[ctx->slot.slot] = &ctx->self;
 	uro_context_set_ops(ctx);
+	/* No kernel to ioctl: the command fd names the context, so that
+	 * ibv_import_device(3) can find it from a dup. */
+	c->cmd_fd = fcntl(ctx->seg.fd, F_DUPFD_CLOEXEC, 0);
+	if (c->cmd_fd < 0)
+		goto fail;
+	context_list_add(ctx);
 	return c;
 fail:
 	err = errno ? errno : ENOMEM;
@@ -203,7 +272,15 @@ struct uro_peer *uro_peer_refresh(struct uro_context *ctx, uint32_t qpn, int *er
 
 URO_EXPORT int ibv_close_device(struct ibv_context *context)
 {
-	context_free(to_uctx(context));
+	struct uro_context *own = uro_container_of(context, struct uro_context, vctx.context);
+	struct uro_context *ctx = own->shared;
+
+	if (own != ctx) { /* an import: its own command fd, and a reference */
+		close(context->cmd_fd);
+		pthread_mutex_destroy(&context->mutex);
+		free(own);
+	}
+	uro_context_put(ctx);
 	return 0;
 }
 

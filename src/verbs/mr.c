@@ -127,6 +127,10 @@ URO_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct uro_mr *mr = uro_container_of(ibmr, struct uro_mr, ibmr);
 	struct uro_context *ctx = to_uctx(ibmr->context);
 
+	if (mr->imported) { /* the original stays its owner's (import.c) */
+		ibv_unimport_mr(ibmr);
+		return 0;
+	}
 	uro_lock(ctx);
 	/* Windows bound to the region keep it (IBTA 10.6.7.1). */
 	if (__atomic_load_n(&mr->pub->windows, __ATOMIC_ACQUIRE)) {

@@ -44,6 +44,12 @@ struct uro_progress_thread {
 
 struct uro_context {
 	struct verbs_context vctx; /* ends with the struct ibv_context */
+	/* The context whose state this one works on: itself, or for a context
+	 * imported with ibv_import_device(3), the one it was imported from. */
+	struct uro_context *shared;
+	unsigned refs;		       /* itself and its imports (context.c) */
+	struct uro_context *next_open; /* this process's contexts, for import */
+	struct uro_pd *pd_list;	       /* live PDs, for ibv_import_pd(3) */
 	struct uro_device *dev;
 	pid_t owner_pid; /* the process that opened it (a forked child's copy is not its) */
 	struct uro_device_model model;
@@ -63,12 +69,15 @@ struct uro_context {
 struct uro_pd {
 	struct ibv_pd ibpd;
 	unsigned users; /* MRs, QPs, SRQs, AHs on it: dealloc is EBUSY */
+	int imported;	/* ibv_import_pd(3): another context's PD, by handle */
+	struct uro_pd *next;
 };
 
 struct uro_mr {
 	struct ibv_mr ibmr;
 	uint32_t index;
 	struct uro_seg_mr *pub;
+	int imported; /* ibv_import_mr(3): another context's region */
 };
 
 struct uro_channel {
@@ -149,7 +158,7 @@ struct uro_ah {
 
 static inline struct uro_context *to_uctx(struct ibv_context *c)
 {
-	return uro_container_of(c, struct uro_context, vctx.context);
+	return uro_container_of(c, struct uro_context, vctx.context)->shared;
 }
 static inline struct uro_pd *to_upd(struct ibv_pd *p)
 {
@@ -212,6 +221,10 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 
 /* The ops every context carries (context.c). */
 void uro_context_set_ops(struct uro_context *ctx);
+/* The open context of this process whose command fd cmd_fd duplicates,
+ * with one more reference; NULL and *err otherwise. */
+struct uro_context *uro_context_get_by_fd(int cmd_fd, int *err);
+void uro_context_put(struct uro_context *ctx);
 int uro_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 /* Removes a QP's completions from a CQ (a QP moved to RESET). */
 void uro_cq_discard_qp(struct uro_cq *cq, uint32_t qpn);

@@ -21,6 +21,8 @@ URO_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	ctx->pds++;
 	pd->ibpd.context = context;
 	pd->ibpd.handle = ++ctx->next_handle;
+	pd->next = ctx->pd_list;
+	ctx->pd_list = pd;
 	uro_unlock(ctx);
 	return &pd->ibpd;
 }
@@ -33,7 +35,16 @@ URO_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	/* A PD still holding MRs, QPs, SRQs or AHs cannot go (ibv_alloc_pd(3)). */
 	if (pd->users)
 		return EBUSY;
+	if (pd->imported) {
+		ibv_unimport_pd(ibpd);
+		return 0;
+	}
 	uro_lock(ctx);
+	for (struct uro_pd **p = &ctx->pd_list; *p; p = &(*p)->next)
+		if (*p == pd) {
+			*p = pd->next;
+			break;
+		}
 	ctx->pds--;
 	uro_unlock(ctx);
 	free(pd);

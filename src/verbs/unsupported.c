@@ -5,38 +5,7 @@
 
 #include "objects.h"
 
-/* Importing objects shares a kernel uverbs file between processes; uroce
- * has none (ibv_import_device(3)). */
-URO_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	(void)cmd_fd;
-	return uro_fail_null(EOPNOTSUPP);
-}
-
-URO_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
-{
-	(void)context;
-	(void)pd_handle;
-	return uro_fail_null(EOPNOTSUPP);
-}
-
-URO_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
-{
-	(void)pd;
-}
-
-URO_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	(void)pd;
-	(void)mr_handle;
-	return uro_fail_null(EOPNOTSUPP);
-}
-
-URO_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
-{
-	(void)mr;
-}
-
+/* Device memory: uroce has none to import. */
 URO_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 {
 	(void)context;

@@ -1119,6 +1119,72 @@ static void test_reset_purges_completions(void)
 	CHECK_EQ(poll_one(B.cq, &wc), 1);
 }
 
+/* Issue 11 item 5: a context imported from a dup of another's command fd
+ * works on the same device state (ibv_import_device(3)); a PD and an MR
+ * imported by handle name the same objects (ibv_import_pd(3),
+ * ibv_import_mr(3)). A QP created on the imports talks to A, A writes into
+ * B's region through the imported key, and B's own context is untouched
+ * when the imports go. */
+static void test_import(void)
+{
+	struct ibv_qp_init_attr init = {.qp_type = IBV_QPT_RC, .cap = CAP};
+	struct ibv_context *ic = ibv_import_device(dup(B.ctx->cmd_fd));
+	struct ibv_pd *ipd = ic ? ibv_import_pd(ic, B.pd->handle) : NULL;
+	struct ibv_mr *imr = ipd ? ibv_import_mr(ipd, B.mr->handle) : NULL;
+	struct ibv_cq *icq = ic ? ibv_create_cq(ic, 16, NULL, NULL, 0) : NULL;
+	struct ibv_qp *iqp;
+	struct ibv_wc wc;
+
+	CHECK(ic && ipd && imr && icq);
+	if (!ic || !ipd || !imr || !icq)
+		return;
+	CHECK(ic != B.ctx);
+	CHECK_EQ(ipd->handle, B.pd->handle);
+	CHECK_EQ(imr->rkey, B.mr->rkey);
+	CHECK_EQ(imr->lkey, B.mr->lkey);
+	CHECK_EQ(ibv_import_pd(ic, 0xfffffff0) == NULL && errno == EINVAL, 1);
+	CHECK_EQ(ibv_import_mr(ipd, A.mr->handle + 4000) == NULL && errno == EINVAL, 1);
+	CHECK_EQ(ibv_import_device(-1) == NULL && errno == EBADF, 1);
+	init.send_cq = init.recv_cq = icq;
+	iqp = ibv_create_qp(ipd, &init);
+	CHECK(iqp != NULL);
+	if (iqp) {
+		CHECK_EQ(qp_connect(iqp, A.qp->qp_num, 7, 1), 0);
+		CHECK_EQ(qp_connect(A.qp, iqp->qp_num, 7, 1), 0);
+		memset(A.buf, 0x5a, 64);
+		CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 64, A.mr->lkey, (uintptr_t)B.buf + 512,
+			      imr->rkey, 21),
+			 0);
+		CHECK_EQ(poll_one(A.cq, &wc), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(B.buf[512 + 63], 0x5a);
+		/* B's imported QP reads A's buffer into B's region by its lkey. */
+		struct ibv_sge sge = {(uintptr_t)B.buf + 1024, 64, imr->lkey};
+		struct ibv_send_wr rd = {.wr_id = 22,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_READ,
+					 .send_flags = IBV_SEND_SIGNALED},
+				   *bad;
+		rd.wr.rdma.remote_addr = (uintptr_t)A.buf;
+		rd.wr.rdma.rkey = A.mr->rkey;
+		CHECK_EQ(ibv_post_send(iqp, &rd, &bad), 0);
+		CHECK_EQ(poll_one(icq, &wc), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(B.buf[1024 + 63], 0x5a);
+		CHECK_EQ(ibv_destroy_qp(iqp), 0);
+	}
+	CHECK_EQ(ibv_destroy_cq(icq), 0);
+	CHECK_EQ(ibv_dereg_mr(imr), 0); /* an import: B's region stays */
+	ibv_unimport_pd(ipd);
+	CHECK_EQ(ibv_close_device(ic), 0);
+	reconnect(7, 1);
+	CHECK_EQ(post_recv_buf(&B, 30, B.buf, 64), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 31), 0);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
 int main(void)
 {
 	if (side_open(&A, IBV_QPT_RC, 64, CAP) || side_open(&B, IBV_QPT_RC, 64, CAP)) {
@@ -1135,6 +1201,7 @@ int main(void)
 	test_rnr();
 	test_flush();
 	test_reset_purges_completions();
+	test_import();
 	test_post_errors();
 	test_cq_overrun();
 	test_srq_limit();
