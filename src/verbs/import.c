@@ -5,9 +5,10 @@
  * process would have to write tables only their owner writes (design.md
  * decision 3), so it is refused with EOPNOTSUPP. Imported PDs and MRs are
  * handles on the original objects: a PD is its handle wherever keys and
- * QPs are checked, so the copies protect the same memory. Their
- * ibv_dealloc_pd or ibv_dereg_mr only unimports them; the original goes
- * with its own. */
+ * QPs are checked, so the copies protect the same memory, and objects made
+ * on an imported PD count on the original (to_upd), which cannot go before
+ * them. An import's ibv_dealloc_pd or ibv_dereg_mr only unimports it; the
+ * original goes with its own. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,15 +75,15 @@ URO_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd
 	}
 	pd->ibpd.context = context;
 	pd->ibpd.handle = pd_handle;
-	pd->imported = 1;
+	pd->origin = p;
 	return &pd->ibpd;
 }
 
 URO_EXPORT void ibv_unimport_pd(struct ibv_pd *ibpd)
 {
-	struct uro_pd *pd = to_upd(ibpd);
+	struct uro_pd *pd = uro_container_of(ibpd, struct uro_pd, ibpd);
 
-	if (pd->imported)
+	if (pd->origin != pd)
 		free(pd);
 }
 

@@ -30,7 +30,7 @@ static void publish(struct uro_mr *mr)
 
 	p->lkey = mr->ibmr.lkey;
 	p->rkey = mr->ibmr.rkey;
-	p->pd = mr->ibmr.pd->handle;
+	p->pd = mr->pd->ibpd.handle;
 	p->addr = (uintptr_t)mr->ibmr.addr;
 	p->length = mr->ibmr.length;
 	__atomic_store_n(&p->in_use, 1, __ATOMIC_RELEASE);
@@ -99,8 +99,9 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	mr->pub->kind = URO_KEY_MR;
 	mr->pub->bound = 0;
 	mr->pub->windows = 0;
+	mr->pd = to_upd(pd);
+	mr->pd->users++;
 	publish(mr);
-	to_upd(pd)->users++;
 	uro_unlock(ctx);
 	return &mr->ibmr;
 }
@@ -143,7 +144,7 @@ URO_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	 * copies through it that started before are waited for. */
 	uro_key_quiesce(mr->pub);
 	uro_lock(ctx);
-	to_upd(ibmr->pd)->users--;
+	mr->pd->users--;
 	uro_index_give(&ctx->seg.mr_ids, mr->index);
 	uro_unlock(ctx);
 	free(mr);
@@ -185,8 +186,9 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 		mr->pub->iova = (uintptr_t)addr;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
-		to_upd(ibmr->pd)->users--;
-		to_upd(pd)->users++;
+		mr->pd->users--;
+		mr->pd = to_upd(pd);
+		mr->pd->users++;
 		ibmr->pd = pd;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)

@@ -12,6 +12,7 @@
 struct uro_mw {
 	struct ibv_mw ibmw;
 	uint32_t index;
+	struct uro_pd *pd; /* counted on: an imported PD's original */
 };
 
 static struct uro_mw *to_umw(struct ibv_mw *mw)
@@ -55,7 +56,8 @@ struct ibv_mw *uro_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	mw->ibmw.handle = (uint32_t)index;
 	mw->ibmw.type = type;
 	__atomic_store_n(&e->in_use, 1, __ATOMIC_RELEASE);
-	to_upd(pd)->users++;
+	mw->pd = to_upd(pd);
+	mw->pd->users++;
 	uro_unlock(ctx);
 	return &mw->ibmw;
 }
@@ -72,7 +74,7 @@ int uro_dealloc_mw(struct ibv_mw *ibmw)
 	/* Binds moved the key's low byte on (ibv_inc_rkey(3)): the entry's next
 	 * user starts past the last key this window had. */
 	e->generation = e->rkey & 0xff;
-	to_upd(ibmw->pd)->users--;
+	mw->pd->users--;
 	uro_index_give(&ctx->seg.mr_ids, mw->index);
 	uro_unlock(ctx);
 	free(mw);

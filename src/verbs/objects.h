@@ -69,7 +69,10 @@ struct uro_context {
 struct uro_pd {
 	struct ibv_pd ibpd;
 	unsigned users; /* MRs, QPs, SRQs, AHs on it: dealloc is EBUSY */
-	int imported;	/* ibv_import_pd(3): another context's PD, by handle */
+	/* Itself, or for a PD imported with ibv_import_pd(3) the PD it names:
+	 * objects created on an import count on (and keep) the original, and
+	 * unimporting frees only the import. */
+	struct uro_pd *origin;
 	struct uro_pd *next;
 };
 
@@ -77,7 +80,8 @@ struct uro_mr {
 	struct ibv_mr ibmr;
 	uint32_t index;
 	struct uro_seg_mr *pub;
-	int imported; /* ibv_import_mr(3): another context's region */
+	struct uro_pd *pd; /* counted on: an imported PD's original */
+	int imported;	   /* ibv_import_mr(3): another context's region */
 };
 
 struct uro_channel {
@@ -162,7 +166,7 @@ static inline struct uro_context *to_uctx(struct ibv_context *c)
 }
 static inline struct uro_pd *to_upd(struct ibv_pd *p)
 {
-	return uro_container_of(p, struct uro_pd, ibpd);
+	return uro_container_of(p, struct uro_pd, ibpd)->origin;
 }
 static inline struct uro_cq *to_ucq(struct ibv_cq *c)
 {

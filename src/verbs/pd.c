@@ -21,6 +21,7 @@ URO_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	ctx->pds++;
 	pd->ibpd.context = context;
 	pd->ibpd.handle = ++ctx->next_handle;
+	pd->origin = pd;
 	pd->next = ctx->pd_list;
 	ctx->pd_list = pd;
 	uro_unlock(ctx);
@@ -29,16 +30,17 @@ URO_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 
 URO_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	struct uro_pd *pd = to_upd(ibpd);
+	struct uro_pd *pd = uro_container_of(ibpd, struct uro_pd, ibpd);
 	struct uro_context *ctx = to_uctx(ibpd->context);
 
-	/* A PD still holding MRs, QPs, SRQs or AHs cannot go (ibv_alloc_pd(3)). */
-	if (pd->users)
-		return EBUSY;
-	if (pd->imported) {
+	if (pd->origin != pd) { /* an import: the original stays its owner's */
 		ibv_unimport_pd(ibpd);
 		return 0;
 	}
+	/* A PD still holding MRs, QPs, SRQs or AHs, its imports' included,
+	 * cannot go (ibv_alloc_pd(3)). */
+	if (pd->users)
+		return EBUSY;
 	uro_lock(ctx);
 	for (struct uro_pd **p = &ctx->pd_list; *p; p = &(*p)->next)
 		if (*p == pd) {

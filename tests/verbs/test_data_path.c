@@ -1174,9 +1174,20 @@ static void test_import(void)
 		CHECK_EQ(B.buf[1024 + 63], 0x5a);
 		CHECK_EQ(ibv_destroy_qp(iqp), 0);
 	}
-	CHECK_EQ(ibv_destroy_cq(icq), 0);
 	CHECK_EQ(ibv_dereg_mr(imr), 0); /* an import: B's region stays */
 	ibv_unimport_pd(ipd);
+	/* A QP made on an imported PD keeps the original, and outlives the
+	 * import (pyverbs unimports first). */
+	struct ibv_pd *pd2 = ibv_alloc_pd(B.ctx);
+	struct ibv_pd *ipd2 = pd2 ? ibv_import_pd(ic, pd2->handle) : NULL;
+	CHECK(ipd2 != NULL);
+	iqp = ipd2 ? ibv_create_qp(ipd2, &init) : NULL;
+	CHECK(iqp != NULL);
+	CHECK_EQ(ibv_dealloc_pd(pd2), EBUSY);
+	ibv_unimport_pd(ipd2);
+	CHECK_EQ(ibv_destroy_qp(iqp), 0);
+	CHECK_EQ(ibv_dealloc_pd(pd2), 0);
+	CHECK_EQ(ibv_destroy_cq(icq), 0);
 	CHECK_EQ(ibv_close_device(ic), 0);
 	reconnect(7, 1);
 	CHECK_EQ(post_recv_buf(&B, 30, B.buf, 64), 0);
