@@ -25,11 +25,32 @@ enum ibv_mtu uro_mtu_for_netdev(unsigned netdev_mtu)
 	return best;
 }
 
-/* Modified EUI-64 from the MAC (RFC 4291 appendix A), as RoCE HCAs do. */
-static uint64_t guid_from_mac(const uint8_t mac[6])
+/* 16 bits that tell links apart: FNV-1a of the link's name, folded. */
+static uint16_t name_tag(const char *name)
 {
-	const uint8_t b[8] = {
-	    (uint8_t)(mac[0] ^ 0x02), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return (uint16_t)(h ^ (h >> 16));
+}
+
+/* A modified EUI-64 from the MAC (RFC 4291 appendix A), as RoCE HCAs build
+ * theirs, with the link's name in the two bytes EUI-64 fixes at ff:fe:
+ * several links share one netdev (lo's MAC is all zeros), and each needs a
+ * GUID of its own, the same every time it opens (an IB link's GID is made
+ * of it). Two names on one netdev collide with probability 2^-16. */
+static uint64_t guid_for_link(const uint8_t mac[6], const char *link_name)
+{
+	uint16_t tag = name_tag(link_name);
+	const uint8_t b[8] = {(uint8_t)(mac[0] ^ 0x02),
+			      mac[1],
+			      mac[2],
+			      (uint8_t)(tag >> 8),
+			      (uint8_t)tag,
+			      mac[3],
+			      mac[4],
+			      mac[5]};
 	uint64_t g = 0;
 
 	for (int i = 0; i < 8; i++)
@@ -114,7 +135,7 @@ void uro_device_model_build(const struct uro_link *link, struct uro_device_model
 	memset(m, 0, sizeof(*m));
 	m->link = *link;
 	m->netdev_present = uro_netdev_query(link->netdev, &m->netdev) == 0;
-	m->node_guid = guid_from_mac(m->netdev.mac);
+	m->node_guid = guid_for_link(m->netdev.mac, link->name);
 	build_port(m);
 	if (link->type == URO_LINK_IB)
 		build_ib_gids(m);
@@ -144,9 +165,14 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	a->hw_ver = 0;
 	a->max_qp = URO_MAX_QP;
 	a->max_qp_wr = URO_MAX_QP_WR;
+	/* Only what uroce does: Q_Key violations are counted. Not claimed:
+	 * P_Key violations (not counted yet), port events, SRQ resizing, and
+	 * the memory-management extensions, whose fast registration and
+	 * reserved L_Key uroce lacks (IBTA 10.6.3.5), though Soft-RoCE claims
+	 * them. */
 	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_BAD_QKEY_CNTR;
 	a->max_sge = URO_MAX_SGE;
 	a->max_sge_rd = URO_MAX_SGE;
 	a->max_cq = URO_MAX_CQ;

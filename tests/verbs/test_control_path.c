@@ -45,6 +45,11 @@ static void test_device(struct ibv_context *ctx)
 	CHECK_EQ(dx.orig_attr.phys_port_cnt, 1);
 	CHECK(dx.orig_attr.max_qp > 0 && dx.orig_attr.max_cqe > 0);
 	CHECK_EQ(dx.orig_attr.vendor_id, 0xffffff); /* Soft-RoCE's: no IEEE OUI */
+	/* The capabilities uroce has, and no others (issue 11 item 6). */
+	CHECK(dx.orig_attr.device_cap_flags & IBV_DEVICE_BAD_QKEY_CNTR);
+	CHECK(!(dx.orig_attr.device_cap_flags &
+		(IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_PORT_ACTIVE_EVENT |
+		 IBV_DEVICE_MEM_MGT_EXTENSIONS)));
 	CHECK_EQ(ibv_query_port(ctx, 1, &port), 0);
 	CHECK_EQ(port.state, IBV_PORT_ACTIVE);
 	CHECK_EQ(port.link_layer, IBV_LINK_LAYER_ETHERNET);

@@ -12,7 +12,8 @@ static char conf[] = "/tmp/uroce-ib-XXXXXX";
 static void write_config(void)
 {
 	int fd = mkstemp(conf);
-	const char text[] = "link roce9 netdev lo\nlink ib7 netdev lo type ib lid 7\n";
+	const char text[] = "link roce9 netdev lo\nlink ib7 netdev lo type ib lid 7\n"
+			    "link ib8 netdev lo type ib lid 8\n";
 
 	if (fd < 0 || write(fd, text, sizeof(text) - 1) != (ssize_t)sizeof(text) - 1)
 		exit(1);
@@ -25,13 +26,41 @@ static void test_list(void)
 	int n = 0;
 	struct ibv_device **list = ibv_get_device_list(&n);
 
-	CHECK_EQ(n, 2);
+	CHECK_EQ(n, 3);
 	CHECK_STR(ibv_get_device_name(list[0]), "roce9");
 	CHECK_STR(ibv_get_device_name(list[1]), "ib7");
 	CHECK_EQ(ibv_get_device_index(list[1]), 1);
 	CHECK_EQ(list[1]->transport_type, IBV_TRANSPORT_IB);
 	CHECK_EQ(list[1]->node_type, IBV_NODE_CA);
-	CHECK(list[2] == NULL);
+	CHECK(list[3] == NULL);
+	ibv_free_device_list(list);
+}
+
+static uint64_t guid_of(struct ibv_device *dev)
+{
+	struct ibv_context *ctx = ibv_open_device(dev);
+	struct ibv_device_attr a;
+	uint64_t g = 0;
+
+	if (ctx && !ibv_query_device(ctx, &a))
+		g = a.node_guid;
+	if (ctx)
+		ibv_close_device(ctx);
+	return g;
+}
+
+/* Issue 11 item 6: links on one netdev each have a GUID of their own (so
+ * two IB links have two GIDs), and a link's is the same at every open. */
+static void test_guids(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	uint64_t g[3];
+
+	for (int i = 0; i < 3; i++)
+		g[i] = guid_of(list[i]);
+	CHECK(g[0] && g[0] != g[1] && g[1] != g[2] && g[0] != g[2]);
+	CHECK_EQ(guid_of(list[1]), g[1]);
+	CHECK_EQ(ibv_get_device_guid(list[1]), g[1]);
 	ibv_free_device_list(list);
 }
 
@@ -94,6 +123,7 @@ int main(void)
 
 	write_config();
 	test_list();
+	test_guids();
 	if (fixture_open(&f, "ib7") == 0) {
 		test_port(f.ctx);
 		test_lid_addressing(&f);
