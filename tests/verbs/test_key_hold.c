@@ -137,6 +137,44 @@ static void test_read_stops_at_dereg(void)
 	CHECK_EQ(reconnect(), 0);
 }
 
+/* The receiver deregisters the region its posted receive points into as
+ * soon as a long SEND's first bytes land: nothing lands after that, and the
+ * receive completes in error (or, on a slow machine, whole before). */
+static void test_send_stops_at_dereg(void)
+{
+	uint8_t *src = big_buffer(0xab), *dst = big_buffer(0);
+	struct transfer t = {.opcode = IBV_WR_SEND, .local = src};
+	struct ibv_sge rsge = {.addr = (uintptr_t)dst, .length = BIG};
+	struct ibv_recv_wr rwr = {.wr_id = 5, .sg_list = &rsge, .num_sge = 1}, *rbad;
+	struct ibv_mr *dmr;
+	struct ibv_wc wc;
+	pthread_t th;
+	size_t stray = 0;
+
+	CHECK(src && dst);
+	if (!src || !dst)
+		return;
+	t.lmr = ibv_reg_mr(S.pd, src, BIG, IBV_ACCESS_LOCAL_WRITE);
+	dmr = ibv_reg_mr(R.pd, dst, BIG, IBV_ACCESS_LOCAL_WRITE);
+	rsge.lkey = dmr->lkey;
+	CHECK_EQ(ibv_post_recv(R.qp, &rwr, &rbad), 0);
+	CHECK_EQ(pthread_create(&th, NULL, initiate, &t), 0);
+	await_byte(dst, 0xab);
+	CHECK_EQ(ibv_dereg_mr(dmr), 0);
+	memset(dst, 0, BIG);
+	pthread_join(th, NULL);
+	for (size_t i = 0; i < BIG; i++)
+		stray += dst[i] != 0;
+	CHECK_EQ(stray, 0);
+	CHECK_EQ(poll_one(R.cq, &wc), 1);
+	CHECK(wc.status == IBV_WC_LOC_QP_OP_ERR || wc.status == IBV_WC_SUCCESS);
+	CHECK(t.status == IBV_WC_REM_OP_ERR || t.status == IBV_WC_SUCCESS);
+	ibv_dereg_mr(t.lmr);
+	munmap(src, BIG);
+	munmap(dst, BIG);
+	CHECK_EQ(reconnect(), 0);
+}
+
 /* A child takes a hold on a key as an initiator starting a copy does, in
  * the entry's lanes, and then sleeps for hold_ms, or dies there (hold_ms
  * 0) and is left unreaped. */
@@ -242,6 +280,7 @@ int main(void)
 	CHECK_EQ(reconnect(), 0);
 	RUN(test_write_stops_at_dereg(), 60);
 	RUN(test_read_stops_at_dereg(), 60);
+	RUN(test_send_stops_at_dereg(), 60);
 	RUN(test_holders_live_and_dead(), 30);
 	RUN(test_window_dealloc_waits(), 30);
 	side_close(&S);
