@@ -18,7 +18,7 @@ static int is_wildcard(const struct sockaddr *sa)
 
 /* The CM's TCP socket for an id, bound to its source address: this is
  * what owns the port (port 0 picks a free one). */
-static int bind_socket(struct uro_cm_id *cm, const struct sockaddr *addr)
+int uro_cm_bind_socket(struct uro_cm_id *cm, const struct sockaddr *addr)
 {
 	socklen_t len = sizeof(struct sockaddr_storage);
 	int one = 1;
@@ -52,8 +52,13 @@ URO_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	 * a uroce device carries (rdma_bind_addr(3): ENODEV otherwise). */
 	if (!is_wildcard(addr) && !(verbs = uro_cm_device_for_addr(addr)))
 		return uro_cm_err(ENODEV);
-	if (bind_socket(cm, addr))
+	if (uro_cm_bind_socket(cm, addr))
 		return -1;
+	/* Ready to take connections from now on: a request that arrives
+	 * before rdma_listen waits in the kernel's queue until the CM thread
+	 * takes it, instead of being refused (qperf publishes its port between
+	 * the two calls). A connect on this id dials from a fresh socket. */
+	listen(cm->sock, URO_CM_BACKLOG);
 	uro_cm_set_device(id, verbs);
 	id->port_num = verbs ? 1 : 0;
 	return 0;

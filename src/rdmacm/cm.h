@@ -123,6 +123,11 @@ struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx);
 /* The id's device, and its PD the device's default one, as librdmacm sets
  * them once an id has an address (rdma-core's CM tests read id->pd). */
 void uro_cm_set_device(struct rdma_cm_id *id, struct ibv_context *verbs);
+
+/* address.c: binds the id's CM socket to addr (0, or -1 with errno). */
+int uro_cm_bind_socket(struct uro_cm_id *cm, const struct sockaddr *addr);
+/* The queue of a bound id's socket, before and after rdma_listen. */
+#define URO_CM_BACKLOG 128
 int uro_cm_fill_route(struct uro_cm_id *id);
 
 /* cm_qp.c */

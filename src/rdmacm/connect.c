@@ -80,7 +80,7 @@ URO_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		return uro_cm_err(EINVAL);
 	if (cm->sock < 0 && rdma_bind_addr(id, (struct sockaddr *)&any))
 		return -1;
-	if (listen(cm->sock, backlog > 0 ? backlog : 128))
+	if (listen(cm->sock, backlog > 0 ? backlog : URO_CM_BACKLOG))
 		return -1;
 	uro_cm_lock();
 	cm->state = CM_LISTEN;
@@ -91,12 +91,30 @@ URO_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 
 /* The active side's TCP connection to the listener; a refusal is what a
  * CM reports for a service nobody listens on: REJECTED. */
+static int listening(int s)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	return !getsockopt(s, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) && on;
+}
+
 static int dial(struct uro_cm_id *cm)
 {
 	const struct sockaddr *dst = &cm->id.route.addr.dst_addr;
 	struct timeval tv = {.tv_sec = 5};
 	int one = 1;
 
+	/* An id bound with rdma_bind_addr listens (address.c): it connects
+	 * from a new socket on the same address. */
+	if (cm->sock >= 0 && listening(cm->sock)) {
+		struct sockaddr_storage src = cm->id.route.addr.src_storage;
+
+		close(cm->sock);
+		cm->sock = -1;
+		if (uro_cm_bind_socket(cm, (struct sockaddr *)&src))
+			return -1;
+	}
 	if (cm->sock < 0) {
 		cm->sock = socket(dst->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (cm->sock < 0)

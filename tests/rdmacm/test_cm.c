@@ -625,6 +625,46 @@ static void test_default_pd(struct rdma_event_channel *ch)
 	rdma_destroy_id(active);
 }
 
+/* Issue 11 item 11: a connect that arrives between the server's
+ * rdma_bind_addr and its rdma_listen waits for the listener instead of
+ * being rejected (qperf publishes its port in between). Both sides are in
+ * this process, on channels of their own. */
+static void test_request_before_listen(struct rdma_event_channel *ch)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct sockaddr_in a = addr_of(++port);
+	struct rdma_conn_param cp = conn_param();
+	struct ibv_qp_init_attr qa = qp_attr();
+	struct rdma_cm_id *srv = NULL, *id = NULL, *req;
+	struct rdma_cm_event *ev;
+
+	CHECK_EQ(rdma_create_id(sch, &srv, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_bind_addr(srv, (struct sockaddr *)&a), 0);
+	CHECK_EQ(client_prepare(ch, &id), 0);
+	CHECK_EQ(rdma_connect(id, &cp), 0);
+	usleep(200000); /* the request is there before the listener */
+	CHECK_EQ(rdma_listen(srv, 4), 0);
+	ev = next_event(sch, 5000);
+	CHECK(ev && ev->event == RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (ev) {
+		req = ev->id;
+		rdma_ack_cm_event(ev);
+		CHECK_EQ(rdma_create_qp(req, NULL, &qa), 0);
+		CHECK_EQ(rdma_accept(req, NULL), 0);
+		CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_ESTABLISHED);
+		CHECK_EQ(expect(sch, 5000), RDMA_CM_EVENT_ESTABLISHED);
+		rdma_disconnect(id);
+		CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
+		CHECK_EQ(expect(sch, 5000), RDMA_CM_EVENT_DISCONNECTED);
+		rdma_destroy_qp(req);
+		rdma_destroy_id(req);
+	}
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_id(srv);
+	rdma_destroy_event_channel(sch);
+}
+
 /* Issue 11 item 8: with neither node nor service, the addresses are the
  * hints' own (libfabric resolves so); with none there either, EINVAL. */
 static void test_getaddrinfo_hints(void)
@@ -711,6 +751,7 @@ int main(void)
 	RUN(test_afonly(), 10);
 	RUN(test_getaddrinfo_hints(), 10);
 	RUN(test_default_pd(ch), 10);
+	RUN(test_request_before_listen(ch), 30);
 	RUN(test_cycles(ch), 120);
 	rdma_destroy_event_channel(ch);
 	return check_report();
