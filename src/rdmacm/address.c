@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "log.h"
 
 static int is_wildcard(const struct sockaddr *sa)
 {
@@ -52,8 +53,13 @@ URO_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	 * a uroce device carries (rdma_bind_addr(3): ENODEV otherwise). */
 	if (!is_wildcard(addr) && !(verbs = uro_cm_device_for_addr(addr)))
 		return uro_cm_err(ENODEV);
-	if (uro_cm_bind_socket(cm, addr))
+	if (uro_cm_bind_socket(cm, addr)) {
+		if (errno == EADDRINUSE)
+			uro_warn("rdma_bind_addr: uroce's CM carries RDMA port %u on TCP port %u, "
+				 "which another socket holds on this address",
+				 ntohs(uro_cm_port_of(addr)), ntohs(uro_cm_port_of(addr)));
 		return -1;
+	}
 	/* Ready to take connections from now on: a request that arrives
 	 * before rdma_listen waits in the kernel's queue until the CM thread
 	 * takes it, instead of being refused (qperf publishes its port between

@@ -124,6 +124,13 @@ struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx);
  * them once an id has an address (rdma-core's CM tests read id->pd). */
 void uro_cm_set_device(struct rdma_cm_id *id, struct ibv_context *verbs);
 
+static inline __be16 uro_cm_port_of(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)sa)->sin6_port;
+	return ((const struct sockaddr_in *)sa)->sin_port;
+}
+
 /* address.c: binds the id's CM socket to addr (0, or -1 with errno). */
 int uro_cm_bind_socket(struct uro_cm_id *cm, const struct sockaddr *addr);
 /* The queue of a bound id's socket, before and after rdma_listen. */

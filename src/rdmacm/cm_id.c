@@ -169,19 +169,12 @@ URO_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, vo
 	return uro_cm_err(ENOSYS);
 }
 
-static __be16 port_of(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET6)
-		return ((const struct sockaddr_in6 *)sa)->sin6_port;
-	return ((const struct sockaddr_in *)sa)->sin_port;
-}
-
 URO_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 {
-	return port_of(&id->route.addr.src_addr);
+	return uro_cm_port_of(&id->route.addr.src_addr);
 }
 
 URO_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 {
-	return port_of(&id->route.addr.dst_addr);
+	return uro_cm_port_of(&id->route.addr.dst_addr);
 }

@@ -665,6 +665,23 @@ static void test_request_before_listen(struct rdma_event_channel *ch)
 	rdma_destroy_event_channel(sch);
 }
 
+/* Issue 11 item 12: the CM carries RDMA port P on TCP port P (the decision
+ * is in docs/architecture.md), so a TCP service on P keeps a uroce
+ * listener off it: EADDRINUSE, with a message saying why. */
+static void test_port_taken_by_tcp(void)
+{
+	struct sockaddr_in a = addr_of(++port);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct rdma_cm_id *id;
+
+	CHECK(s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) && !listen(s, 1));
+	CHECK_EQ(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_bind_addr(id, (struct sockaddr *)&a), -1);
+	CHECK_EQ(errno, EADDRINUSE);
+	rdma_destroy_id(id);
+	close(s);
+}
+
 /* Issue 11 item 8: with neither node nor service, the addresses are the
  * hints' own (libfabric resolves so); with none there either, EINVAL. */
 static void test_getaddrinfo_hints(void)
@@ -752,6 +769,7 @@ int main(void)
 	RUN(test_getaddrinfo_hints(), 10);
 	RUN(test_default_pd(ch), 10);
 	RUN(test_request_before_listen(ch), 30);
+	RUN(test_port_taken_by_tcp(), 10);
 	RUN(test_cycles(ch), 120);
 	rdma_destroy_event_channel(ch);
 	return check_report();
