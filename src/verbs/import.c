@@ -110,6 +110,7 @@ URO_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 	mr->ibmr.rkey = e->rkey;
 	mr->index = mr_handle;
 	mr->pub = &ctx->self.mr[mr_handle];
+	mr->pd = to_upd(pd);
 	mr->imported = 1;
 	uro_unlock(ctx);
 	return &mr->ibmr;

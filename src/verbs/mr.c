@@ -160,7 +160,8 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 	const int known =
 	    IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
 
-	if (!flags || (flags & ~known))
+	/* An import names its original; only the owner re-registers it. */
+	if (!flags || (flags & ~known) || mr->imported)
 		goto input;
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !range_ok(addr, length)))
 		goto input;

@@ -1174,6 +1174,9 @@ static void test_import(void)
 		CHECK_EQ(B.buf[1024 + 63], 0x5a);
 		CHECK_EQ(ibv_destroy_qp(iqp), 0);
 	}
+	CHECK_EQ(
+	    ibv_rereg_mr(imr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE),
+	    IBV_REREG_MR_ERR_INPUT);
 	CHECK_EQ(ibv_dereg_mr(imr), 0); /* an import: B's region stays */
 	ibv_unimport_pd(ipd);
 	/* A QP made on an imported PD keeps the original, and outlives the
