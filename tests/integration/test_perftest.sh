@@ -4,7 +4,9 @@
 # rdma_cm (-R); -a, -b and -q 4 on some. Short runs: speed is bench/'s.
 . "$(dirname "$0")/lib.sh"
 T=${T:-60}
-port=$((31000 + ($$ % 3000)))
+# Below the ephemeral range (32768 and up), where a port may be some
+# connection's; each test has its own 4000.
+port=$((20000 + ($$ % 4000)))
 
 # run_pt PROGRAM ARGS...: both sides exit 0 and the client reports a
 # figure above zero for every size: the average bandwidth (column 4) of a

@@ -3,7 +3,9 @@
 # `uroce run`, with -c (the receiver checks every byte).
 . "$(dirname "$0")/lib.sh"
 T=${T:-60}
-port=$((20000 + ($$ % 5000)))
+# Below the ephemeral range (32768 and up), where a port may be some
+# connection's; each test has its own 4000.
+port=$((10000 + ($$ % 4000)))
 
 # pair DESCRIPTION PROGRAM ARGS...: both sides exit 0 and report.
 pair() {
@@ -35,6 +37,8 @@ pair "ud by LID on an IB device" ibv_ud_pingpong -d ibdev -c -n 200
 rm -f "$UROCE_CONFIG"
 
 # On a RoCE device, an address without a GRH is refused, as RoCE NICs do.
+# Below the ephemeral range (32768 and up), where a port may be some
+# connection's; each test has its own 4000.
 port=$((port + 1))
 timeout 10 "$UROCE" run ibv_rc_pingpong -p $port >"$PAIR_DIR/srv" 2>&1 &
 srv=$!
