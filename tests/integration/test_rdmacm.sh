@@ -4,8 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 T=${T:-60}
 # Below the ephemeral range (32768 and up), where a port may be some
-# connection's; each test has its own 4000.
-port=$((15000 + ($$ % 4000)))
+# connection's; each test has its own range (bench/run uses 18600 and up).
+port=$((15000 + ($$ % 3000)))
 
 # pair DESCRIPTION "SERVER ARGS" "CLIENT ARGS" [forever]: PORT in the
 # arguments becomes a fresh port; FIXED=N names a program's own fixed port.
@@ -33,7 +33,7 @@ cp "$PAIR_DIR/cli" "${CMTIME_OUT:-/dev/null}" 2>/dev/null
 
 # XRC is not implemented: the documented EOPNOTSUPP, at once.
 # Below the ephemeral range (32768 and up), where a port may be some
-# connection's; each test has its own 4000.
+# connection's; each test has its own range (bench/run uses 18600 and up).
 port=$((port + 1))
 out=$(timeout 10 "$UROCE" run rdma_xclient -s 127.0.0.1 -p $port -c x 2>&1); st=$?
 [ $st -ne 0 ] && ok || bad "rdma_xclient -c x succeeded"
