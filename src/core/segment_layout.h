@@ -12,7 +12,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 6
+#define URO_SEG_VERSION 7
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 struct uro_seg_counters {
@@ -60,9 +60,10 @@ struct uro_seg_qp {
 	uint8_t max_dest_rd_atomic;
 	uint8_t port;
 	union ibv_gid dgid;
-	uint64_t token; /* the owner's struct ibv_qp *, named in its events */
+	uint64_t token;	 /* the owner's struct ibv_qp *, named in its events */
+	uint32_t serial; /* this QP's, never reused in the segment (uro_event_record) */
 	struct uro_seg_rq rq;
-	uint8_t reserved[136];
+	uint8_t reserved[128]; /* and 4 bytes of padding after serial */
 };
 
 struct uro_seg_cq {
@@ -75,15 +76,17 @@ struct uro_seg_cq {
 	int32_t channel_wfd;	 /* the owner's completion-channel pipe; -1 none */
 	uint64_t token;		 /* what the channel carries: the owner's CQ */
 	uint32_t ignore_overrun; /* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: no CQ_ERR */
-	uint8_t reserved[20];
+	uint32_t serial;	 /* as the QP's */
+	uint8_t reserved[16];
 };
 
 struct uro_seg_srq {
 	uint32_t in_use;
 	uint32_t pd;
 	uint64_t token;
+	uint32_t serial; /* as the QP's */
 	struct uro_seg_rq rq;
-	uint8_t reserved[16];
+	uint8_t reserved[8]; /* and 4 bytes of padding after serial */
 };
 
 /* A key: a memory region, or a memory window (IBTA 10.6.7) that the owner

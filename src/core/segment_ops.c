@@ -86,7 +86,8 @@ static void check_srq_limit(struct uro_peer *p, struct uro_seg_srq *srq)
 	if (limit && uro_rq_count(&srq->rq) < limit &&
 	    __atomic_compare_exchange_n(&srq->rq.limit, &limit, 0, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE))
-		uro_raise_event(p, IBV_EVENT_SRQ_LIMIT_REACHED, srq->token);
+		uro_raise_event(p, IBV_EVENT_SRQ_LIMIT_REACHED, (uint32_t)(srq - p->srq),
+				srq->token, srq->serial);
 }
 
 /* A receive queue's shape, read once and checked: a ring inside the
@@ -156,14 +157,13 @@ static void write_pipe(struct uro_peer *p, int remote_fd, const void *buf, size_
 			  strerror(errno));
 }
 
-void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint64_t token)
+void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint32_t index, uint64_t token,
+		     uint32_t serial)
 {
-	struct ibv_async_event ev;
+	struct uro_event_record r = {
+	    .token = token, .type = (uint32_t)type, .index = index, .serial = serial};
 
-	memset(&ev, 0, sizeof(ev));
-	ev.element.qp = (struct ibv_qp *)(uintptr_t)token; /* the owner's pointer */
-	ev.event_type = type;
-	write_pipe(p, p->hdr->async_wfd, &ev, sizeof(ev));
+	write_pipe(p, p->hdr->async_wfd, &r, sizeof(r));
 }
 
 void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e, int solicited)
@@ -182,7 +182,7 @@ void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e,
 	}
 	if (rc == URO_CQ_FULL) {
 		if (!cq->ignore_overrun)
-			uro_raise_event(p, IBV_EVENT_CQ_ERR, cq->token);
+			uro_raise_event(p, IBV_EVENT_CQ_ERR, cq_index, cq->token, cq->serial);
 		return;
 	}
 	/* Read once the position is held: the ring cannot move under it. */
@@ -221,7 +221,8 @@ void uro_qp_error(struct uro_peer *p, struct uro_seg_qp *qp)
 	if (old == IBV_QPS_ERR)
 		return;
 	if (qp->srq)
-		uro_raise_event(p, IBV_EVENT_QP_LAST_WQE_REACHED, qp->token);
+		uro_raise_event(p, IBV_EVENT_QP_LAST_WQE_REACHED, (uint32_t)(qp - p->qp), qp->token,
+				qp->serial);
 	else if (qp->rq.size)
 		uro_flush_rq(p, qp);
 }

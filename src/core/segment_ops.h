@@ -39,7 +39,21 @@ int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *ou
  * overrun, reported as IBV_EVENT_CQ_ERR. */
 void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e, int solicited);
 
-void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint64_t token);
+/* An asynchronous event on its way to the owner's async_fd. It names its
+ * object by table index and serial as well as by the owner's pointer, so
+ * that the owner can drop an event whose object was destroyed before the
+ * event was read, as the kernel does (ibv_get_async_event(3): destroying
+ * an object waits only for the events already reported). */
+struct uro_event_record {
+	uint64_t token; /* the owner's struct ibv_qp, ibv_cq or ibv_srq */
+	uint32_t type;	/* enum ibv_event_type */
+	uint32_t index; /* in the owner's QP, CQ or SRQ table */
+	uint32_t serial;
+	uint32_t reserved;
+};
+
+void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint32_t index, uint64_t token,
+		     uint32_t serial);
 
 /* Moves a QP to ERR; its own receives complete with IBV_WC_WR_FLUSH_ERR,
  * and a QP on an SRQ reports Last WQE Reached (IBTA 10.8.6, 11.6.3). */

@@ -1,11 +1,12 @@
-/* Asynchronous events (ibv_get_async_event(3)). Each event is one record on
- * a pipe whose read end is context->async_fd, so the fd polls, and honours
- * O_NONBLOCK, like the kernel's. */
+/* Asynchronous events (ibv_get_async_event(3)). Each event is one record
+ * (struct uro_event_record) on a pipe whose read end is context->async_fd,
+ * so the fd polls, and honours O_NONBLOCK, like the kernel's. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "objects.h"
+#include "segment_ops.h"
 
 enum event_object { OBJ_NONE, OBJ_QP, OBJ_CQ, OBJ_SRQ };
 
@@ -67,19 +68,58 @@ static int counts_of(const struct ibv_async_event *ev, struct event_counts *c)
 	}
 }
 
-/* Events are written by whichever process raised them (this one, or a peer
- * acting as the NIC), so an event counts as reported when it is read. */
-URO_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+/* The serial now in the table entry the record names; 0 when the entry
+ * is free, or the index is not a table's. */
+static uint32_t serial_now(struct uro_context *ctx, enum event_object kind, uint32_t index)
 {
-	struct event_counts c;
+	const uint32_t *serial = NULL;
 
-	if (read(context->async_fd, event, sizeof(*event)) != (ssize_t)sizeof(*event))
-		return -1;
-	if (counts_of(event, &c)) {
+	if (kind == OBJ_QP && index < URO_MAX_QP)
+		serial = &ctx->self.qp[index].serial;
+	else if (kind == OBJ_CQ && index < URO_MAX_CQ)
+		serial = &ctx->self.cq[index].serial;
+	else if (kind == OBJ_SRQ && index < URO_MAX_SRQ)
+		serial = &ctx->self.srq[index].serial;
+	return serial ? __atomic_load_n(serial, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* Counts the event as reported, if its object still exists: under the
+ * context lock, so that a destroy (uro_forget_events) either comes first
+ * and the event is dropped, or comes after and waits for its ack. */
+static int report(struct uro_context *ctx, const struct uro_event_record *r,
+		  struct ibv_async_event *event)
+{
+	enum event_object kind = object_of((enum ibv_event_type)r->type);
+	struct event_counts c;
+	int live;
+
+	memset(event, 0, sizeof(*event));
+	event->event_type = (enum ibv_event_type)r->type;
+	event->element.qp = (struct ibv_qp *)(uintptr_t)r->token; /* our own pointer */
+	if (kind == OBJ_NONE)
+		return 1;
+	uro_lock(ctx);
+	live = r->serial && serial_now(ctx, kind, r->index) == r->serial;
+	if (live && counts_of(event, &c)) {
 		pthread_mutex_lock(c.mutex);
 		(*c.reported)++;
 		pthread_mutex_unlock(c.mutex);
 	}
+	uro_unlock(ctx);
+	return live;
+}
+
+/* Events are written by whichever process raised them (this one, or a peer
+ * acting as the NIC), so an event counts as reported when it is read. */
+URO_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct uro_context *ctx = to_uctx(context);
+	struct uro_event_record r;
+
+	do {
+		if (read(context->async_fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+			return -1;
+	} while (!report(ctx, &r, event));
 	return 0;
 }
 

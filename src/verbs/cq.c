@@ -332,6 +332,7 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 		return uro_fail_null(err);
 	}
 	cq->pub->token = (uintptr_t)cq;
+	cq->pub->serial = uro_next_serial(ctx);
 	cq->pub->channel_wfd = channel ? to_uchannel(channel)->wfd : -1;
 	cq->pub->ignore_overrun = (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) != 0;
 	__atomic_store_n(&cq->pub->in_use, 1, __ATOMIC_RELEASE);
@@ -446,6 +447,7 @@ URO_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		return EBUSY;
 	}
 	uro_unlock(ctx);
+	uro_forget_events(ctx, &cq->pub->serial);
 	uro_wait_acked(&cq->cqx.mutex, &cq->cqx.cond, &cq->cqx.comp_events_completed,
 		       &cq->comp_events);
 	uro_wait_acked(&cq->cqx.mutex, &cq->cqx.cond, &cq->cqx.async_events_completed,

@@ -55,10 +55,10 @@ struct uro_context {
 	struct uro_device_model model;
 	struct uro_slot slot;
 	struct uro_segment seg;
-	int async_wfd;			       /* write end; context.async_fd is the read end */
-	uint32_t next_handle;		       /* PD/AH handles, never reused within a context */
-	uint32_t pds, ahs;		       /* held against max_pd and max_ah */
-	struct uro_peer self;		       /* this context's own segment, seen as a peer */
+	int async_wfd;	      /* write end; context.async_fd is the read end */
+	uint32_t next_handle; /* PD/AH handles and object serials, never reused in a context */
+	uint32_t pds, ahs;    /* held against max_pd and max_ah */
+	struct uro_peer self; /* this context's own segment, seen as a peer */
 	struct uro_peer *peers[URO_MAX_SLOTS]; /* attached on first use */
 	pthread_mutex_t peers_lock;	       /* attaching, refreshing */
 	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */
@@ -265,6 +265,22 @@ static inline void uro_lock(struct uro_context *ctx)
 static inline void uro_unlock(struct uro_context *ctx)
 {
 	pthread_mutex_unlock(&ctx->vctx.context.mutex);
+}
+
+/* A QP's, CQ's or SRQ's serial, under the context lock. */
+static inline uint32_t uro_next_serial(struct uro_context *ctx)
+{
+	return ++ctx->next_handle ? ctx->next_handle : ++ctx->next_handle;
+}
+
+/* A destroy's first step: events raised for the object from now on, or
+ * raised and not yet read, are dropped (async_event.c), so only those
+ * already reported remain to wait for. */
+static inline void uro_forget_events(struct uro_context *ctx, uint32_t *serial)
+{
+	uro_lock(ctx);
+	__atomic_store_n(serial, 0, __ATOMIC_RELEASE);
+	uro_unlock(ctx);
 }
 
 /* Sets errno and returns NULL: the shape of every failing create verb. */

@@ -53,7 +53,7 @@ static int init_check(struct ibv_context *c, struct ibv_pd *pd, const struct ibv
 	return caps_check(&a->cap, a->srq != NULL);
 }
 
-static void publish_init(struct uro_qp *qp)
+static void publish_init(struct uro_context *ctx, struct uro_qp *qp)
 {
 	struct uro_seg_qp *p = qp->pub;
 
@@ -66,6 +66,7 @@ static void publish_init(struct uro_qp *qp)
 	p->send_cq = qp->send_cq->index;
 	p->recv_cq = qp->recv_cq->index;
 	p->token = (uintptr_t)&qp->qpx.qp_base;
+	p->serial = uro_next_serial(ctx);
 }
 
 static size_t rq_bytes(const struct uro_seg_rq *rq)
@@ -158,7 +159,7 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 	pthread_cond_init(&q->cond, NULL);
 	qp->attr.qp_state = qp->attr.cur_qp_state = IBV_QPS_RESET;
 	qp->attr.cap = qp->cap;
-	publish_init(qp);
+	publish_init(ctx, qp);
 	if (alloc_rq(ctx, qp)) {
 		uro_index_give(&ctx->seg.qp_ids, qp->index);
 		uro_unlock(ctx);
@@ -318,7 +319,8 @@ static void sqd_event(struct uro_context *ctx, struct uro_qp *qp, enum ibv_qp_st
 		      enum ibv_qp_state to)
 {
 	if (to == IBV_QPS_SQD && from == IBV_QPS_RTS && qp->attr.en_sqd_async_notify)
-		uro_raise_event(&ctx->self, IBV_EVENT_SQ_DRAINED, qp->pub->token);
+		uro_raise_event(&ctx->self, IBV_EVENT_SQ_DRAINED, qp->index, qp->pub->token,
+				qp->pub->serial);
 }
 
 /* RESET empties both queues (IBTA 10.3.1). */
@@ -345,9 +347,19 @@ static int peer_check(struct uro_context *ctx, struct ibv_qp *qp, const struct i
 
 	if (!(mask & IBV_QP_DEST_QPN) || qp->qp_type == IBV_QPT_UD)
 		return 0;
-	if (!uro_peer_of(ctx, a->dest_qp_num, &err) && (err == EACCES || err == EPERM)) {
+	if (uro_peer_of(ctx, a->dest_qp_num, &err))
+		return 0;
+	if (err == EACCES) {
 		uro_warn("QP 0x%06x: the process owning QP 0x%06x belongs to another user; "
 			 "cross-memory attach cannot reach it",
+			 qp->qp_num, a->dest_qp_num);
+		return err;
+	}
+	if (err == EPERM) {
+		uro_warn("QP 0x%06x: the kernel refuses cross-memory attach to the process owning "
+			 "QP 0x%06x: it is in a user namespace this one is not in (a program in "
+			 "uroce run's device view cannot reach one started outside it; start both "
+			 "with uroce run, or both with UROCE_VIEW=0)",
 			 qp->qp_num, a->dest_qp_num);
 		return err;
 	}
@@ -437,6 +449,7 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct uro_qp *qp = to_uqp(ibqp);
 	struct uro_context *ctx = to_uctx(ibqp->context);
 
+	uro_forget_events(ctx, &qp->pub->serial);
 	uro_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, &qp->events);
 	uro_lock(ctx);
 	__atomic_store_n(&qp->pub->state, (uint32_t)IBV_QPS_RESET, __ATOMIC_RELEASE);

@@ -37,6 +37,7 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 	memset(srq->pub, 0, sizeof(*srq->pub));
 	srq->pub->pd = pd->handle;
 	srq->pub->token = (uintptr_t)&srq->ibsrq;
+	srq->pub->serial = uro_next_serial(ctx);
 	srq->pub->rq.size = a->max_wr;
 	srq->pub->rq.max_sge = a->max_sge;
 	srq->pub->rq.stride = uro_rq_stride(a->max_sge);
@@ -119,6 +120,7 @@ URO_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		return EBUSY;
 	}
 	uro_unlock(ctx);
+	uro_forget_events(ctx, &srq->pub->serial);
 	uro_wait_acked(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed, &srq->events);
 	uro_lock(ctx);
 	__atomic_store_n(&srq->pub->in_use, 0, __ATOMIC_RELEASE);

@@ -570,6 +570,50 @@ static void test_srq(struct ibv_pd *pd, struct ibv_cq *cq)
 	CHECK_EQ(ibv_destroy_srq(srq), 0);
 }
 
+/* A QP destroyed with an event unread: the kernel drops the event with
+ * the QP (ibv_destroy_qp(3) waits only for events reported), and so must
+ * uroce, whose event names the freed QP otherwise (UCX's rc_verbs moves
+ * its QPs on an SRQ to ERR and destroys them at once: ASan saw the read of
+ * the freed QP). A new QP at the same place gets no stale event either. */
+static void test_unread_event_of_destroyed_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_srq_init_attr si = {.attr = {.max_wr = 4, .max_sge = 1}};
+	struct ibv_srq *srq = ibv_create_srq(pd, &si);
+	struct ibv_qp_init_attr init = {.send_cq = cq,
+					.recv_cq = cq,
+					.srq = srq,
+					.qp_type = IBV_QPT_RC,
+					.cap = {.max_send_wr = 1}};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	struct ibv_context *ctx = pd->context;
+	struct ibv_async_event ev;
+	struct ibv_qp *qp;
+	int flags = fcntl(ctx->async_fd, F_GETFL);
+
+	CHECK(srq != NULL);
+	if (!srq)
+		return;
+	qp = ibv_create_qp(pd, &init);
+	CHECK(qp != NULL);
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0); /* raises Last WQE Reached */
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	qp = ibv_create_qp(pd, &init);
+	CHECK(qp != NULL);
+	CHECK_EQ(fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK), 0);
+	errno = 0;
+	CHECK_EQ(ibv_get_async_event(ctx, &ev), -1);
+	CHECK_EQ(errno, EAGAIN);
+	CHECK_EQ(fcntl(ctx->async_fd, F_SETFL, flags), 0);
+	/* The new QP's own events are still reported. */
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	CHECK_EQ(next_event(ctx, &ev), 0);
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	CHECK(ev.element.qp == qp);
+	ibv_ack_async_event(&ev);
+	CHECK_EQ(ibv_destroy_qp(qp), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+}
+
 static void test_ah(struct ibv_pd *pd)
 {
 	struct ibv_ah_attr aa = {.port_num = 1, .dlid = 1};
@@ -695,6 +739,8 @@ int main(void)
 {
 	struct fixture f;
 
+	/* First: the path is read once, and listing devices reads it. */
+	test_sysfs_path();
 	if (fixture_open(&f, "uroce0"))
 		return 1;
 	test_device(f.ctx);
@@ -707,12 +753,12 @@ int main(void)
 	test_sqd_event(f.pd, f.cq);
 	test_ud(f.pd, f.cq);
 	test_srq(f.pd, f.cq);
+	test_unread_event_of_destroyed_qp(f.pd, f.cq);
 	test_ah(f.pd);
 	test_object_limits(f.pd);
 	test_unsupported(f.ctx, f.pd);
 	test_async_fd(f.ctx);
 	test_strings();
-	test_sysfs_path();
 	fixture_close(&f);
 	return check_report();
 }
