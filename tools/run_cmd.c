@@ -10,11 +10,18 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "config.h"
+#include "sysfs_view.h"
 
-static const char run_usage[] = "usage: uroce run CMD [ARGS...]\n"
-				"\n"
-				"Runs CMD with uroce's RDMA libraries first on LD_LIBRARY_PATH.\n"
-				"UROCE_LIBDIR overrides where they are looked for.\n";
+static const char run_usage[] =
+    "usage: uroce run CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with uroce's RDMA libraries first on LD_LIBRARY_PATH.\n"
+    "UROCE_LIBDIR overrides where they are looked for.\n"
+    "\n"
+    "CMD also sees uroce's links as a Soft-RoCE device's files in\n"
+    "/sys/class/infiniband, /sys/class/infiniband_verbs and /dev/infiniband,\n"
+    "in a mount namespace of its own (UROCE_VIEW=0: without them).\n";
 
 static int has_library(const char *dir)
 {
@@ -57,6 +64,24 @@ static int find_libdir(char *out, size_t len)
 	return -1;
 }
 
+/* The device view (sysfs_view.h) is best effort: a program that needs no
+ * sysfs runs without it, told once why it is missing. */
+static void enter_view(void)
+{
+	const char *env = getenv("UROCE_VIEW");
+	struct uro_config cfg;
+	char path[4096], err[512];
+
+	if (env && !strcmp(env, "0"))
+		return;
+	if (uro_config_path(path, sizeof(path)) || uro_config_load(path, &cfg, err, sizeof(err)))
+		return; /* the library reports a bad configuration itself */
+	if (uro_view_enter(&cfg, err, sizeof(err)))
+		fprintf(stderr,
+			"uroce: running without /sys/class/infiniband and /dev/infiniband: %s\n",
+			err);
+}
+
 int uro_cmd_run(int argc, char **argv)
 {
 	char libdir[PATH_MAX];
@@ -75,6 +100,7 @@ int uro_cmd_run(int argc, char **argv)
 		return 127;
 	setenv("LD_LIBRARY_PATH", path, 1);
 	free(path);
+	enter_view();
 	execvp(argv[0], argv);
 	fprintf(stderr, "uroce: cannot run %s: %s\n", argv[0], strerror(errno));
 	return errno == ENOENT ? 127 : 126;

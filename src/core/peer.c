@@ -61,6 +61,11 @@ static int open_segment(const struct uro_slot_record *rec, int *fd_out)
 		return -EACCES;
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", rec->pid, rec->seg_fd);
 	n = readlink(path, link, sizeof(link) - 1);
+	/* Our user's process, and still refused: the kernel's ptrace check
+	 * across user namespaces (capabilities(7)), which holds for
+	 * cross-memory attach too. */
+	if (n < 0 && (errno == EACCES || errno == EPERM))
+		return -EPERM;
 	if (n < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	link[n] = 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver_abi.h"
 #include "log.h"
 #include "objects.h"
 
@@ -34,8 +35,14 @@ static struct uro_device *device_for(const struct uro_link *link, int index)
 	d->index = index;
 	d->ibdev.node_type = IBV_NODE_CA;
 	d->ibdev.transport_type = IBV_TRANSPORT_IB;
+	/* Named as rdma-core names a kernel device's: its uverbs node, and
+	 * the sysfs directories that uroce run's view provides (sysfs_view.h). */
 	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", link->name);
-	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", link->name);
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", index);
+	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "%s/class/infiniband_verbs/uverbs%d",
+		 ibv_get_sysfs_path(), index);
+	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "%s/class/infiniband/%s",
+		 ibv_get_sysfs_path(), link->name);
 	return d;
 }
 

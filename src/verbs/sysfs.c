@@ -1,6 +1,7 @@
-/* The sysfs helpers libibverbs exports. uroce's devices have no sysfs
- * directory (their ibdev_path is empty), so reads about them find nothing,
- * while reads of real sysfs files work as documented. */
+/* The sysfs helpers libibverbs exports. uroce's devices' directories
+ * (ibdev_path) exist in the view uroce run gives a program (tools/
+ * sysfs_view.h); elsewhere reads about them find nothing, while reads of
+ * real sysfs files work as documented. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

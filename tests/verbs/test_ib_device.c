@@ -32,6 +32,11 @@ static void test_list(void)
 	CHECK_EQ(ibv_get_device_index(list[1]), 1);
 	CHECK_EQ(list[1]->transport_type, IBV_TRANSPORT_IB);
 	CHECK_EQ(list[1]->node_type, IBV_NODE_CA);
+	/* Named as a kernel device's, after the files uroce run's view has
+	 * (issue 11 item 1: UCX looks for /dev/infiniband/<dev_name>). */
+	CHECK_STR(list[1]->dev_name, "uverbs1");
+	CHECK_STR(list[1]->dev_path, "/sys/class/infiniband_verbs/uverbs1");
+	CHECK_STR(list[1]->ibdev_path, "/sys/class/infiniband/ib7");
 	CHECK(list[3] == NULL);
 	ibv_free_device_list(list);
 }
