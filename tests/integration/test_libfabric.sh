@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# libfabric (Debian's libfabric-bin), unmodified, on a uroce link (issue 11):
+# fi_info lists the link's MSG, DGRAM and RDM domains, and fi_pingpong
+# passes over verbs;ofi_rxm. libfabric's verbs provider takes no device on a
+# loopback interface, so the link is bound to a veth in a network namespace
+# this test creates and removes (198.18.0.0/15, the benchmarking range).
+. "$(dirname "$0")/lib.sh"
+
+if ! command -v fi_pingpong >/dev/null; then
+	bad "libfabric-bin is not installed (scripts/install-deps)"
+	finish
+	exit
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "not root: cannot make a network namespace; skipped (CI runs as root)"
+	finish
+	exit
+fi
+ns=uroce-fi-$$
+cleanup() { ip netns del $ns 2>/dev/null; rm -rf "$PAIR_DIR"; rm -f "$UROCE_CONFIG"; }
+trap cleanup EXIT
+ip netns add $ns &&
+	ip -n $ns link add vfi0 type veth peer name vfi1 &&
+	ip -n $ns addr add 198.18.0.1/24 dev vfi0 &&
+	ip -n $ns addr add 198.18.0.2/24 dev vfi1 &&
+	ip -n $ns link set vfi0 up && ip -n $ns link set vfi1 up && ip -n $ns link set lo up
+expect_status 0 $? "network namespace $ns with a veth pair"
+echo "link fab0 netdev vfi0" >"$UROCE_CONFIG"
+in_ns() { timeout $T ip netns exec $ns "$UROCE" run "$@"; }
+
+out=$(in_ns fi_info -p verbs 2>&1); st=$?
+expect_status 0 $st "fi_info -p verbs"
+for t in MSG DGRAM RDM; do
+	if printf '%s\n' "$out" | grep -B2 "type: FI_EP_$t" | grep -Eq "domain: fab0(-dgram)?$"; then
+		ok
+	else
+		bad "fi_info lists no FI_EP_$t domain on fab0"
+	fi
+done
+
+# ofi_rxm over the link's RC QPs, every size fi_pingpong runs, data checked.
+in_ns fi_pingpong -p verbs -e rdm -I 200 -c >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+for _ in $(seq 100); do
+	ip netns exec $ns ss -ltn | grep -q ':47592 ' && break
+	sleep 0.05
+done
+in_ns fi_pingpong -p verbs -e rdm -I 200 -c 198.18.0.1 >"$PAIR_DIR/cli" 2>&1
+expect_status 0 $? "fi_pingpong -e rdm client"
+wait $srv
+expect_status 0 $? "fi_pingpong -e rdm server"
+expect_match "$(cat "$PAIR_DIR/cli")" '^1m +200 +=200 ' "fi_pingpong -e rdm reaches 1 MiB messages"
+finish
