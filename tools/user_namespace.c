@@ -61,7 +61,7 @@ static int read_text(const char *file, char *buf, size_t len)
 
 /* user_namespaces(7): an unprivileged process may map its own ids, once
  * setgroups is denied. */
-int uro_userns_map_self(uid_t uid, gid_t gid)
+static int map_self(uid_t uid, gid_t gid)
 {
 	char map[64];
 
@@ -200,7 +200,7 @@ static pid_t spawn_holder(const char *record)
 			_exit(1);
 		if (g > 0)
 			_exit(write(p[1], &g, sizeof(g)) == sizeof(g) ? 0 : 1);
-		if (uro_userns_map_self(uid, gid))
+		if (map_self(uid, gid))
 			_exit(1);
 		hold(record, p[1]);
 	}

@@ -4,13 +4,9 @@
 #define URO_USER_NAMESPACE_H
 
 #include <stddef.h>
-#include <sys/types.h>
 
 /* Moves this single-threaded process into the user's namespace, starting
  * its holder if there is none; -1 with the reason in err. */
 int uro_userns_join(char *err, size_t len);
-
-/* Maps uid and gid to themselves in the caller's new user namespace. */
-int uro_userns_map_self(uid_t uid, gid_t gid);
 
 #endif
