@@ -1,0 +1,73 @@
+/* A RoCEv2 packet, parsed from or built into its transport headers
+ * (IBTA 9.2 and Annex A17; ../shared/roce-wire.md). */
+#ifndef URO_ROCE_PACKET_H
+#define URO_ROCE_PACKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire_opcode.h"
+
+#define URO_ROCE_PORT	  4791
+#define URO_ROCE_BTH_LEN  12
+#define URO_ROCE_ICRC_LEN 4
+
+/* Why a packet was dropped: each is counted, none is trusted further. */
+enum uro_roce_drop {
+	ROCE_OK = 0,
+	ROCE_TRUNCATED,	  /* shorter than its headers say */
+	ROCE_NOT_ROCE,	  /* not IPv4/IPv6 UDP to port 4791 */
+	ROCE_BAD_VERSION, /* BTH TVer is not 0 */
+	ROCE_UNKNOWN_OPCODE,
+	ROCE_BAD_PAYLOAD, /* payload or pad where the opcode has none */
+	ROCE_BAD_ICRC,
+	ROCE_DROP_REASONS,
+};
+
+struct uro_roce_packet {
+	uint8_t opcode;
+	const struct uro_wire_opcode *op;
+	/* BTH */
+	uint8_t se, migreq, pad;
+	uint16_t pkey;
+	uint8_t fecn, becn;
+	uint32_t dest_qp;
+	uint8_t ack_req;
+	uint32_t psn;
+	/* Extension headers: those op->hdrs names are meaningful. */
+	struct {
+		uint64_t va;
+		uint32_t rkey, len;
+	} reth;
+	struct {
+		uint64_t va;
+		uint32_t rkey;
+		uint64_t swap_add, compare;
+	} atomic;
+	struct {
+		uint8_t syndrome;
+		uint32_t msn;
+	} aeth;
+	uint64_t atomic_ack; /* the original remote data */
+	uint32_t imm;	     /* ImmDt, in host order */
+	uint32_t inv_rkey;   /* IETH */
+	struct {
+		uint32_t qkey, src_qp;
+	} deth;
+	const uint8_t *payload;
+	uint32_t payload_len;
+};
+
+/* Parses the IP datagram ip[0..len) as a RoCEv2 packet, its ICRC
+ * included; p's pointers point into ip. ROCE_OK or why it is dropped. */
+enum uro_roce_drop uro_roce_parse(const uint8_t *ip, size_t len, struct uro_roce_packet *p);
+
+/* Writes p's BTH, extension headers, payload and pad to out (room for
+ * uro_roce_transport_len(p) bytes); returns that length. The ICRC is not
+ * included: it covers the IP and UDP headers too (icrc.h). */
+size_t uro_roce_build(const struct uro_roce_packet *p, uint8_t *out);
+size_t uro_roce_transport_len(const struct uro_roce_packet *p);
+
+const char *uro_roce_drop_name(enum uro_roce_drop why);
+
+#endif

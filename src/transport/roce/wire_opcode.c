@@ -1,0 +1,72 @@
+#include "wire_opcode.h"
+
+#define RC_OP(n) (0x00 | (n))
+#define UC_OP(n) (0x20 | (n))
+
+/* IBTA 9.2, Table 35, the RC, UC and UD rows; bits 7-5 of the code are the
+ * transport (000 RC, 001 UC, 011 UD). One row a line, as the spec's. */
+// clang-format off
+static const struct uro_wire_opcode table[256] = {
+    [RC_OP(0x00)] = {.name = "RC SEND first", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_FIRST, .payload = 1},
+    [RC_OP(0x01)] = {.name = "RC SEND middle", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_MIDDLE, .payload = 1},
+    [RC_OP(0x02)] = {.name = "RC SEND last", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_LAST, .payload = 1},
+    [RC_OP(0x03)] = {.name = "RC SEND last with immediate", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_LAST, .hdrs = HDR_IMMDT, .payload = 1},
+    [RC_OP(0x04)] = {.name = "RC SEND only", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_ONLY, .payload = 1},
+    [RC_OP(0x05)] = {.name = "RC SEND only with immediate", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_IMMDT, .payload = 1},
+    [RC_OP(0x06)] = {.name = "RC RDMA WRITE first", .op = WIRE_WRITE, .qp = WIRE_RC, .pos = WIRE_FIRST, .hdrs = HDR_RETH, .payload = 1},
+    [RC_OP(0x07)] = {.name = "RC RDMA WRITE middle", .op = WIRE_WRITE, .qp = WIRE_RC, .pos = WIRE_MIDDLE, .payload = 1},
+    [RC_OP(0x08)] = {.name = "RC RDMA WRITE last", .op = WIRE_WRITE, .qp = WIRE_RC, .pos = WIRE_LAST, .payload = 1},
+    [RC_OP(0x09)] = {.name = "RC RDMA WRITE last with immediate", .op = WIRE_WRITE, .qp = WIRE_RC, .pos = WIRE_LAST, .hdrs = HDR_IMMDT, .payload = 1},
+    [RC_OP(0x0a)] = {.name = "RC RDMA WRITE only", .op = WIRE_WRITE, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_RETH, .payload = 1},
+    [RC_OP(0x0b)] = {.name = "RC RDMA WRITE only with immediate", .op = WIRE_WRITE, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_RETH | HDR_IMMDT, .payload = 1},
+    [RC_OP(0x0c)] = {.name = "RC RDMA READ request", .op = WIRE_READ_REQ, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_RETH},
+    [RC_OP(0x0d)] = {.name = "RC RDMA READ response first", .op = WIRE_READ_RESP, .qp = WIRE_RC, .pos = WIRE_FIRST, .hdrs = HDR_AETH, .payload = 1},
+    [RC_OP(0x0e)] = {.name = "RC RDMA READ response middle", .op = WIRE_READ_RESP, .qp = WIRE_RC, .pos = WIRE_MIDDLE, .payload = 1},
+    [RC_OP(0x0f)] = {.name = "RC RDMA READ response last", .op = WIRE_READ_RESP, .qp = WIRE_RC, .pos = WIRE_LAST, .hdrs = HDR_AETH, .payload = 1},
+    [RC_OP(0x10)] = {.name = "RC RDMA READ response only", .op = WIRE_READ_RESP, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_AETH, .payload = 1},
+    [RC_OP(0x11)] = {.name = "RC Acknowledge", .op = WIRE_ACK, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_AETH},
+    [RC_OP(0x12)] = {.name = "RC ATOMIC Acknowledge", .op = WIRE_ATOMIC_ACK, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_AETH | HDR_ATOMIC_ACK_ETH},
+    [RC_OP(0x13)] = {.name = "RC CmpSwap", .op = WIRE_CMP_SWAP, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_ATOMIC_ETH},
+    [RC_OP(0x14)] = {.name = "RC FetchAdd", .op = WIRE_FETCH_ADD, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_ATOMIC_ETH},
+    [RC_OP(0x16)] = {.name = "RC SEND last with invalidate", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_LAST, .hdrs = HDR_IETH, .payload = 1},
+    [RC_OP(0x17)] = {.name = "RC SEND only with invalidate", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_IETH, .payload = 1},
+    [UC_OP(0x00)] = {.name = "UC SEND first", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_FIRST, .payload = 1},
+    [UC_OP(0x01)] = {.name = "UC SEND middle", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_MIDDLE, .payload = 1},
+    [UC_OP(0x02)] = {.name = "UC SEND last", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_LAST, .payload = 1},
+    [UC_OP(0x03)] = {.name = "UC SEND last with immediate", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_LAST, .hdrs = HDR_IMMDT, .payload = 1},
+    [UC_OP(0x04)] = {.name = "UC SEND only", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_ONLY, .payload = 1},
+    [UC_OP(0x05)] = {.name = "UC SEND only with immediate", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_ONLY, .hdrs = HDR_IMMDT, .payload = 1},
+    [UC_OP(0x06)] = {.name = "UC RDMA WRITE first", .op = WIRE_WRITE, .qp = WIRE_UC, .pos = WIRE_FIRST, .hdrs = HDR_RETH, .payload = 1},
+    [UC_OP(0x07)] = {.name = "UC RDMA WRITE middle", .op = WIRE_WRITE, .qp = WIRE_UC, .pos = WIRE_MIDDLE, .payload = 1},
+    [UC_OP(0x08)] = {.name = "UC RDMA WRITE last", .op = WIRE_WRITE, .qp = WIRE_UC, .pos = WIRE_LAST, .payload = 1},
+    [UC_OP(0x09)] = {.name = "UC RDMA WRITE last with immediate", .op = WIRE_WRITE, .qp = WIRE_UC, .pos = WIRE_LAST, .hdrs = HDR_IMMDT, .payload = 1},
+    [UC_OP(0x0a)] = {.name = "UC RDMA WRITE only", .op = WIRE_WRITE, .qp = WIRE_UC, .pos = WIRE_ONLY, .hdrs = HDR_RETH, .payload = 1},
+    [UC_OP(0x0b)] = {.name = "UC RDMA WRITE only with immediate", .op = WIRE_WRITE, .qp = WIRE_UC, .pos = WIRE_ONLY, .hdrs = HDR_RETH | HDR_IMMDT, .payload = 1},
+    [0x64] = {.name = "UD SEND only", .op = WIRE_SEND, .qp = WIRE_UD, .pos = WIRE_ONLY, .hdrs = HDR_DETH, .payload = 1},
+    [0x65] = {.name = "UD SEND only with immediate", .op = WIRE_SEND, .qp = WIRE_UD, .pos = WIRE_ONLY, .hdrs = HDR_DETH | HDR_IMMDT, .payload = 1},
+};
+// clang-format on
+
+const struct uro_wire_opcode *uro_wire_opcode(uint8_t code)
+{
+	return &table[code];
+}
+
+unsigned uro_wire_hdrs_len(uint8_t hdrs)
+{
+	static const struct {
+		uint8_t hdr;
+		uint8_t len;
+	} sizes[] = {
+	    {.hdr = HDR_DETH, .len = 8},	   {.hdr = HDR_RETH, .len = 16},
+	    {.hdr = HDR_ATOMIC_ETH, .len = 28},	   {.hdr = HDR_AETH, .len = 4},
+	    {.hdr = HDR_ATOMIC_ACK_ETH, .len = 8}, {.hdr = HDR_IMMDT, .len = 4},
+	    {.hdr = HDR_IETH, .len = 4},
+	};
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		if (hdrs & sizes[i].hdr)
+			n += sizes[i].len;
+	return n;
+}
