@@ -1,12 +1,14 @@
-/* ICRC: CRC-32 (zlib's: the IEEE 802.3 polynomial, reflected, all-ones
- * initial value and final XOR) over the packet with the fields a router
- * may change set to all ones, after 8 bytes of ones that stand for the
- * LRH a RoCEv2 packet does not have (IBTA Annex A17.8). zlib's crc32 is
- * the well-kept implementation; no table of our own. */
+/* ICRC: CRC-32 (the IEEE 802.3 polynomial, reflected, all-ones initial
+ * value and final XOR: gzip's) over the packet with the fields a router may
+ * change set to all ones, after 8 bytes of ones that stand for the LRH a
+ * RoCEv2 packet does not have (IBTA Annex A17.8). ISA-L computes it, not a
+ * table of our own: bench/icrc_speed measured it 10 to 20 times faster
+ * than zlib's crc32 from 64 B to 9000 B on this project's machine, with
+ * equal results. */
 #include "icrc.h"
 
 #include <string.h>
-#include <zlib.h>
+#include <isa-l/crc.h>
 
 #define UDP_LEN	   8
 #define BTH_LEN	   12
@@ -33,13 +35,13 @@ uint32_t uro_roce_icrc(const uint8_t *ip, size_t ip_hdr_len, size_t len)
 	uint8_t masked[MASKED_MAX];
 	size_t head = ip_hdr_len + UDP_LEN + BTH_LEN;
 	uint8_t *p = masked + 8;
-	uLong crc;
+	uint32_t crc;
 
 	memset(masked, 0xff, 8);
 	memcpy(p, ip, head);
 	mask_ip(p);
 	p[ip_hdr_len + 6] = p[ip_hdr_len + 7] = 0xff; /* UDP checksum */
 	p[ip_hdr_len + UDP_LEN + 4] = 0xff;	      /* BTH resv8a: FECN, BECN */
-	crc = crc32(0L, masked, (uInt)(8 + head));
-	return (uint32_t)crc32(crc, ip + head, (uInt)(len - head));
+	crc = crc32_gzip_refl(0, masked, 8 + head);
+	return crc32_gzip_refl(crc, ip + head, len - head);
 }
