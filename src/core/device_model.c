@@ -165,14 +165,15 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	a->hw_ver = 0;
 	a->max_qp = URO_MAX_QP;
 	a->max_qp_wr = URO_MAX_QP_WR;
-	/* Only what uroce does: Q_Key violations are counted. Not claimed:
-	 * P_Key violations (not counted yet), port events, SRQ resizing, and
-	 * the memory-management extensions, whose fast registration and
-	 * reserved L_Key uroce lacks (IBTA 10.6.3.5), though Soft-RoCE claims
-	 * them. */
+	/* Only what uroce does: Q_Key violations are counted, and port
+	 * events follow the netdev (src/verbs/port_watch.c). Not claimed:
+	 * P_Key violations (not counted yet), SRQ resizing, and the
+	 * memory-management extensions, whose fast registration and reserved
+	 * L_Key uroce lacks (IBTA 10.6.3.5), though Soft-RoCE claims them. */
 	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_BAD_QKEY_CNTR;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_BAD_QKEY_CNTR |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT;
 	a->max_sge = URO_MAX_SGE;
 	a->max_sge_rd = URO_MAX_SGE;
 	a->max_cq = URO_MAX_CQ;

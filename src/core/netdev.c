@@ -15,6 +15,22 @@ int uro_netdev_exists(const char *name)
 	return if_nametoindex(name) != 0;
 }
 
+int uro_netdev_running(const char *name)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int running = 0;
+
+	if (fd < 0)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
+		running = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+	close(fd);
+	return running;
+}
+
 static int query_ioctls(struct uro_netdev *nd)
 {
 	struct ifreq ifr;

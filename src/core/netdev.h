@@ -25,5 +25,7 @@ struct uro_netdev {
 /* -1 with errno ENODEV when there is no such interface. */
 int uro_netdev_query(const char *name, struct uro_netdev *nd);
 int uro_netdev_exists(const char *name);
+/* Up and running now; 0 when there is no such interface. */
+int uro_netdev_running(const char *name);
 
 #endif

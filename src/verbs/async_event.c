@@ -1,8 +1,12 @@
 /* Asynchronous events (ibv_get_async_event(3)). Each event is one record
- * (struct uro_event_record) on a pipe whose read end is context->async_fd,
- * so the fd polls, and honours O_NONBLOCK, like the kernel's. */
+ * (struct uro_event_record) on a pipe; port events come from the netdev
+ * (port_watch.c). context->async_fd is an epoll set of both, so it polls
+ * ready when either has something, and honours O_NONBLOCK like the
+ * kernel's. */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "objects.h"
@@ -115,12 +119,27 @@ URO_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async
 {
 	struct uro_context *ctx = to_uctx(context);
 	struct uro_event_record r;
+	struct epoll_event ready;
 
-	do {
-		if (read(context->async_fd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+	for (;;) {
+		ssize_t n = read(ctx->async_rfd, &r, sizeof(r));
+
+		if (n == (ssize_t)sizeof(r)) {
+			if (report(ctx, &r, event))
+				return 0;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN)
 			return -1;
-	} while (!report(ctx, &r, event));
-	return 0;
+		if (uro_port_watch_event(ctx, event))
+			return 0;
+		if (fcntl(context->async_fd, F_GETFL) & O_NONBLOCK) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if (epoll_wait(context->async_fd, &ready, 1, -1) < 0 && errno != EINTR)
+			return -1;
+	}
 }
 
 URO_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)

@@ -25,17 +25,22 @@ static int publish(struct uro_context *ctx)
 	return uro_registry_publish(&ctx->slot, &rec);
 }
 
+/* The event pipe, and the async fd around it (port_watch.c). Neither end
+ * blocks: the writer must never stall the control path, and the reader
+ * blocks, when the async fd is not O_NONBLOCK, in epoll_wait on the async
+ * fd, as ibv_get_async_event(3) allows either. */
 static int open_async_pipe(struct uro_context *ctx)
 {
 	int fds[2];
 
-	if (pipe2(fds, O_CLOEXEC))
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK))
 		return -1;
-	ctx->vctx.context.async_fd = fds[0];
 	ctx->async_wfd = fds[1];
-	/* The writer must never block the control path; a reader may make its
-	 * own end non-blocking with fcntl, as ibv_get_async_event(3) allows. */
-	return fcntl(fds[1], F_SETFL, O_NONBLOCK);
+	if (uro_port_watch_open(ctx, fds[0])) {
+		close(fds[0]);
+		return -1;
+	}
+	return 0;
 }
 
 /* A forked child holds a copy of its parent's context: the segment and the
@@ -68,6 +73,9 @@ static void context_free(struct uro_context *ctx)
 	}
 	if (ctx->vctx.context.async_fd >= 0)
 		close(ctx->vctx.context.async_fd);
+	if (ctx->async_rfd >= 0)
+		close(ctx->async_rfd);
+	uro_port_watch_close(ctx);
 	if (ctx->async_wfd >= 0)
 		close(ctx->async_wfd);
 	uro_segment_destroy(&ctx->seg);
@@ -148,7 +156,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->owner_pid = getpid();
 	ctx->slot.fd = -1;
 	ctx->seg.fd = -1;
-	ctx->async_wfd = -1;
+	ctx->async_wfd = ctx->async_rfd = ctx->netlink_fd = -1;
 	c->async_fd = -1;
 	c->cmd_fd = -1;
 	ctx->shared = ctx;

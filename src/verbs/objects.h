@@ -55,10 +55,13 @@ struct uro_context {
 	struct uro_device_model model;
 	struct uro_slot slot;
 	struct uro_segment seg;
-	int async_wfd;	      /* write end; context.async_fd is the read end */
-	uint32_t next_handle; /* PD/AH handles and object serials, never reused in a context */
-	uint32_t pds, ahs;    /* held against max_pd and max_ah */
-	struct uro_peer self; /* this context's own segment, seen as a peer */
+	int async_wfd;	/* the event pipe's write end, for this and peer processes */
+	int async_rfd;	/* its read end; context.async_fd is an epoll set of it and netlink_fd */
+	int netlink_fd; /* hears the link's netdev (port_watch.c); -1 if none */
+	int port_up, port_gone; /* as the last port event said (port_watch.c) */
+	uint32_t next_handle;	/* PD/AH handles and object serials, never reused in a context */
+	uint32_t pds, ahs;	/* held against max_pd and max_ah */
+	struct uro_peer self;	/* this context's own segment, seen as a peer */
 	struct uro_peer *peers[URO_MAX_SLOTS]; /* attached on first use */
 	pthread_mutex_t peers_lock;	       /* attaching, refreshing */
 	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */
@@ -266,6 +269,12 @@ static inline void uro_unlock(struct uro_context *ctx)
 {
 	pthread_mutex_unlock(&ctx->vctx.context.mutex);
 }
+
+/* port_watch.c */
+int uro_port_watch_open(struct uro_context *ctx, int pipe_rfd);
+void uro_port_watch_close(struct uro_context *ctx);
+/* 1 and the event when the netdev changed the port's state; else 0. */
+int uro_port_watch_event(struct uro_context *ctx, struct ibv_async_event *event);
 
 /* A QP's, CQ's or SRQ's serial, under the context lock. */
 static inline uint32_t uro_next_serial(struct uro_context *ctx)

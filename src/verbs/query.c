@@ -1,6 +1,7 @@
 /* Device, port, GID and P_Key queries (ibv_query_device(3),
  * ibv_query_port(3), ibv_query_gid_ex(3), ibv_query_pkey(3)). The port is
- * the snapshot of its netdev taken when the context was opened. */
+ * the snapshot of its netdev taken when the context was opened, but for
+ * its state, which is the netdev's now. */
 #include <errno.h>
 #include <string.h>
 
@@ -39,6 +40,15 @@ int uro_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *at
 
 	if (port != 1)
 		return EINVAL;
+	/* The port's state is its netdev's now, as a Soft-RoCE port's is;
+	 * the port events (port_watch.c) tell of each change. */
+	if (uro_netdev_running(ctx->model.link.netdev)) {
+		full.state = IBV_PORT_ACTIVE;
+		full.phys_state = 5; /* LinkUp */
+	} else {
+		full.state = IBV_PORT_DOWN;
+		full.phys_state = 3; /* Disabled */
+	}
 	full.bad_pkey_cntr = (uint32_t)cnt->bad_pkey;
 	full.qkey_viol_cntr = (uint32_t)cnt->qkey_violations;
 	memset(attr, 0, len);
