@@ -114,6 +114,29 @@ static enum ibv_event_type port_change(struct uro_context *ctx, const struct nlm
 	return up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
 }
 
+/* After the socket overflowed (ENOBUFS), what is queued is older than
+ * what was lost: it is dropped, and the netdev's state now decides. */
+static enum ibv_event_type resync(struct uro_context *ctx, char *buf, size_t len)
+{
+	const char *name = ctx->model.link.netdev;
+	int up;
+
+	while (recv(ctx->netlink_fd, buf, len, MSG_DONTWAIT) > 0 || errno == ENOBUFS)
+		;
+	if (ctx->port_gone)
+		return 0;
+	if (!uro_netdev_exists(name)) {
+		ctx->port_gone = 1;
+		ctx->port_up = 0;
+		return IBV_EVENT_DEVICE_FATAL;
+	}
+	up = uro_netdev_running(name);
+	if (up == ctx->port_up)
+		return 0;
+	ctx->port_up = up;
+	return up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+}
+
 int uro_port_watch_event(struct uro_context *ctx, struct ibv_async_event *event)
 {
 	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
@@ -125,11 +148,19 @@ int uro_port_watch_event(struct uro_context *ctx, struct ibv_async_event *event)
 	uro_lock(ctx);
 	/* One datagram at a time, so that a second change waits in the socket
 	 * (and keeps the fd ready) for the next call. */
-	while (!type && (n = recv(ctx->netlink_fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+	while (!type) {
+		n = recv(ctx->netlink_fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && errno == ENOBUFS) {
+			type = resync(ctx, buf, sizeof(buf));
+			break;
+		}
+		if (n <= 0)
+			break;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
 		     h = NLMSG_NEXT(h, n))
 			if (!type)
 				type = port_change(ctx, h);
+	}
 	uro_unlock(ctx);
 	if (!type)
 		return 0;
