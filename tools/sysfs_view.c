@@ -111,7 +111,7 @@ static int write_gids(int at, const char *port, const struct uro_device_model *m
 
 	snprintf(dir, sizeof(dir), "%s/gids", port);
 	err |= make_dirs(at, dir);
-	for (int i = 0; i < URO_GID_TBL_LEN; i++) {
+	for (int i = 0; i < m->port.gid_tbl_len; i++) {
 		union ibv_gid zero = {.raw = {0}};
 
 		gid_text(i < m->ngids ? &m->gids[i].gid : &zero, text);

@@ -60,7 +60,7 @@ static uint64_t guid_for_link(const uint8_t mac[6], const char *link_name)
 
 static void add_gid(struct uro_device_model *m, const uint8_t raw[16], enum ibv_gid_type type)
 {
-	if (m->ngids == URO_GID_TBL_LEN)
+	if (m->ngids == URO_GID_TBL_MAX)
 		return;
 	memcpy(m->gids[m->ngids].gid.raw, raw, 16);
 	m->gids[m->ngids].type = type;
@@ -117,7 +117,7 @@ static void build_port(struct uro_device_model *m)
 	p->phys_state = m->netdev.running ? 5 /* LinkUp */ : 3 /* Disabled */;
 	p->max_mtu = IBV_MTU_4096;
 	p->active_mtu = uro_mtu_for_netdev(m->netdev.mtu);
-	p->gid_tbl_len = URO_GID_TBL_LEN;
+	p->gid_tbl_len = URO_GID_TBL_MIN; /* grown to the GIDs in uro_device_model_build */
 	p->port_cap_flags = ib ? 0 : IBV_PORT_IP_BASED_GIDS;
 	p->max_msg_sz = URO_MAX_MSG_SZ;
 	p->pkey_tbl_len = URO_PKEY_TBL_LEN;
@@ -141,6 +141,8 @@ void uro_device_model_build(const struct uro_link *link, struct uro_device_model
 		build_ib_gids(m);
 	else
 		build_roce_gids(m);
+	if (m->ngids > URO_GID_TBL_MIN)
+		m->port.gid_tbl_len = m->ngids;
 }
 
 int uro_gid_find(const struct uro_device_model *m, const union ibv_gid *gid)

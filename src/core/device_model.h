@@ -20,7 +20,7 @@ struct uro_device_model {
 	uint64_t node_guid; /* host byte order */
 	struct ibv_port_attr port;
 	int ngids;
-	struct uro_gid gids[URO_GID_TBL_LEN];
+	struct uro_gid gids[URO_GID_TBL_MAX];
 };
 
 void uro_device_model_build(const struct uro_link *link, struct uro_device_model *m);

@@ -22,7 +22,11 @@
 #define URO_MIN_INLINE	    64 /* what a QP gets even when it asks for less */
 #define URO_MAX_RD_ATOMIC   16
 #define URO_MAX_MSG_SZ	    (1u << 31)
-#define URO_GID_TBL_LEN	    16
+/* A port's GID table is as long as its netdev's addresses need, at least
+ * URO_GID_TBL_MIN and at most URO_GID_TBL_MAX (the addresses beyond are
+ * not GIDs). */
+#define URO_GID_TBL_MIN	    16
+#define URO_GID_TBL_MAX	    256
 #define URO_PKEY_TBL_LEN    1
 #define URO_DEFAULT_PKEY    0xffff
 #define URO_NUM_COMP_VEC    1

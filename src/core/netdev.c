@@ -59,7 +59,7 @@ static void add_addr(struct uro_netdev *nd, const struct sockaddr *sa)
 {
 	struct uro_netdev_addr *a = &nd->addrs[nd->naddrs];
 
-	if (nd->naddrs == URO_GID_TBL_LEN)
+	if (nd->naddrs == URO_GID_TBL_MAX)
 		return;
 	a->family = sa->sa_family;
 	if (sa->sa_family == AF_INET)

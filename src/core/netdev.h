@@ -19,7 +19,7 @@ struct uro_netdev {
 	uint8_t mac[6];
 	int running; /* IFF_UP and IFF_RUNNING */
 	int naddrs;
-	struct uro_netdev_addr addrs[URO_GID_TBL_LEN];
+	struct uro_netdev_addr addrs[URO_GID_TBL_MAX];
 };
 
 /* -1 with errno ENODEV when there is no such interface. */

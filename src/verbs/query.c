@@ -70,7 +70,7 @@ static const struct uro_gid *gid_at(struct ibv_context *c, uint32_t port, uint32
 	struct uro_context *ctx = to_uctx(c);
 
 	*err = 0;
-	if (port != 1 || index >= URO_GID_TBL_LEN) {
+	if (port != 1 || index >= (uint32_t)ctx->model.port.gid_tbl_len) {
 		*err = EINVAL;
 		return NULL;
 	}

@@ -3,7 +3,8 @@
  * ready and ibv_get_async_event(3) reports IBV_EVENT_PORT_ERR,
  * IBV_EVENT_PORT_ACTIVE and IBV_EVENT_DEVICE_FATAL, as Soft-RoCE does;
  * ibv_query_port(3) says the same state; another netdev's changes wake
- * nothing. Needs root to make a network namespace with a veth pair
+ * nothing. The GID table holds every address of a netdev that has more
+ * than the 16 entries a port has at least. Needs root to make a network namespace with a veth pair
  * (198.18.0.0/15, the benchmarking range); skipped with a message
  * otherwise. */
 #include <errno.h>
@@ -85,6 +86,24 @@ static void test_overflow(struct ibv_context *ctx)
 	CHECK_EQ(next_event(ctx, IBV_EVENT_PORT_ACTIVE), 0);
 }
 
+/* 40 more addresses than the table's least 16: each is a GID. */
+static void test_gid_table_grows(struct ibv_context *ctx)
+{
+	struct ibv_port_attr a;
+	union ibv_gid gid;
+	int last = -1;
+
+	CHECK_EQ(ibv_query_port(ctx, 1, &a), 0);
+	CHECK(a.gid_tbl_len >= 41);
+	for (int i = 0; i < a.gid_tbl_len; i++)
+		if (ibv_query_gid(ctx, 1, i, &gid) == 0 && gid.raw[10] == 0xff &&
+		    gid.raw[12] == 198 && gid.raw[13] == 18 && gid.raw[14] == 2 &&
+		    gid.raw[15] == 40)
+			last = i;
+	CHECK(last >= 16); /* 198.18.2.40, beyond the first 16 entries */
+	CHECK_EQ(ibv_query_gid(ctx, 1, a.gid_tbl_len, &gid), -1);
+}
+
 static void test_port_follows_netdev(struct ibv_context *ctx)
 {
 	struct ibv_async_event ev;
@@ -135,10 +154,12 @@ int main(void)
 		return 1;
 	close(fd);
 	setenv("UROCE_CONFIG", conf, 1);
+	sh("for i in $(seq 40); do ip addr add 198.18.2.$i/32 dev uro-pe0; done");
 	/* A veth's carrier comes up a moment after both ends are up. */
 	for (int i = 0; i < 50 && system("ip link show uro-pe0 | grep -q LOWER_UP"); i++)
 		usleep(100000);
 	if (fixture_open(&f, "pe0") == 0) {
+		test_gid_table_grows(f.ctx);
 		RUN(test_port_follows_netdev(f.ctx), 60);
 		fixture_close(&f);
 	} else {
