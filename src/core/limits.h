@@ -9,19 +9,19 @@
 #define URO_MAX_SLOTS	   (1u << (24 - URO_QPN_INDEX_BITS))
 #define URO_MAX_QP	   (1u << URO_QPN_INDEX_BITS)
 
-#define URO_MAX_CQ	    4096
-#define URO_MAX_SRQ	    4096
-#define URO_MAX_MR	    65536
-#define URO_MAX_PD	    65536
-#define URO_MAX_AH	    65536
-#define URO_MAX_QP_WR	    16384
-#define URO_MAX_SRQ_WR	    16384
-#define URO_MAX_SGE	    32
-#define URO_MAX_CQE	    ((1 << 20) - 1)
-#define URO_MAX_INLINE	    256
-#define URO_MIN_INLINE	    64 /* what a QP gets even when it asks for less */
-#define URO_MAX_RD_ATOMIC   16
-#define URO_MAX_MSG_SZ	    (1u << 31)
+#define URO_MAX_CQ	  4096
+#define URO_MAX_SRQ	  4096
+#define URO_MAX_MR	  65536
+#define URO_MAX_PD	  65536
+#define URO_MAX_AH	  65536
+#define URO_MAX_QP_WR	  16384
+#define URO_MAX_SRQ_WR	  16384
+#define URO_MAX_SGE	  32
+#define URO_MAX_CQE	  ((1 << 20) - 1)
+#define URO_MAX_INLINE	  256
+#define URO_MIN_INLINE	  64 /* what a QP gets even when it asks for less */
+#define URO_MAX_RD_ATOMIC 16
+#define URO_MAX_MSG_SZ	  (1u << 31)
 /* A port's GID table is as long as its netdev's addresses need, at least
  * URO_GID_TBL_MIN and at most URO_GID_TBL_MAX (the addresses beyond are
  * not GIDs). */
