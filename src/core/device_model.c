@@ -86,6 +86,16 @@ int uro_gid_is_ipv4_mapped(const union ibv_gid *gid)
 	return !memcmp(gid->raw, ipv4_mapped_prefix, sizeof(ipv4_mapped_prefix));
 }
 
+/* The MGIDs a RoCE port can join, as the kernel's verbs layer checks them:
+ * an IPv6 multicast address (ff00::/8) or an IPv4-mapped one
+ * (::ffff:224.0.0.0/4). */
+int uro_gid_is_multicast(const union ibv_gid *gid)
+{
+	if (gid->raw[0] == 0xff)
+		return 1;
+	return uro_gid_is_ipv4_mapped(gid) && (gid->raw[12] & 0xf0) == 0xe0;
+}
+
 static void build_roce_gids(struct uro_device_model *m)
 {
 	for (int i = 0; i < m->netdev.naddrs; i++) {
@@ -189,6 +199,11 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	 * respect to every other atomic through uroce, not to the CPU. */
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = URO_MAX_AH;
+	/* One table of attachments per context bounds all three (IBTA
+	 * 11.2.1.2: groups, QPs per group, attachments in all). */
+	a->max_mcast_grp = URO_MAX_MCAST_ATTACH;
+	a->max_mcast_qp_attach = URO_MAX_MCAST_ATTACH;
+	a->max_total_mcast_qp_attach = URO_MAX_MCAST_ATTACH;
 	a->max_mw = URO_MAX_MR; /* windows share the key table with regions */
 	a->max_srq = URO_MAX_SRQ;
 	a->max_srq_wr = URO_MAX_SRQ_WR;

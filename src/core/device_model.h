@@ -35,6 +35,7 @@ unsigned uro_mtu_bytes(enum ibv_mtu mtu);
  * as ::ffff:a.b.c.d (IBTA Annex A17.2). family is AF_INET or AF_INET6. */
 void uro_gid_from_ip(union ibv_gid *gid, int family, const void *addr);
 int uro_gid_is_ipv4_mapped(const union ibv_gid *gid);
+int uro_gid_is_multicast(const union ibv_gid *gid);
 
 /* Index of gid in the table, or -1. */
 int uro_gid_find(const struct uro_device_model *m, const union ibv_gid *gid);

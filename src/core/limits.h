@@ -22,6 +22,10 @@
 #define URO_MIN_INLINE	  64 /* what a QP gets even when it asks for less */
 #define URO_MAX_RD_ATOMIC 16
 #define URO_MAX_MSG_SZ	  (1u << 31)
+/* Multicast attachments (QP, group) a context holds: the table in its
+ * segment that senders scan. It bounds the groups and the QPs per group
+ * that ibv_query_device reports too. */
+#define URO_MAX_MCAST_ATTACH 256
 /* A port's GID table is as long as its netdev's addresses need, at least
  * URO_GID_TBL_MIN and at most URO_GID_TBL_MAX (the addresses beyond are
  * not GIDs). */

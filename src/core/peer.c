@@ -22,6 +22,7 @@ static void set_tables(struct uro_peer *p)
 	p->cq = (struct uro_seg_cq *)(p->base + layout.cq_off);
 	p->srq = (struct uro_seg_srq *)(p->base + layout.srq_off);
 	p->mr = (struct uro_seg_mr *)(p->base + layout.mr_off);
+	p->mcast = (struct uro_seg_mcast *)(p->base + layout.mcast_off);
 	p->arena_off = layout.arena_off;
 }
 

@@ -131,3 +131,27 @@ int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *
 	close(fd);
 	return live;
 }
+
+/* One read of the whole file: a multicast sender's candidates. A record is
+ * a claim, not proof: the caller attaches each slot, and attaching checks
+ * the owner is alive and is who the kernel says (peer.c). */
+unsigned uro_registry_slots_of(const char *dir, const char *device, unsigned *slots, unsigned max)
+{
+	static const size_t rec_size = sizeof(struct uro_slot_record);
+	int fd = open_registry(dir, O_RDONLY);
+	struct uro_slot_record *recs;
+	unsigned n = 0;
+	ssize_t got;
+
+	if (fd < 0)
+		return 0;
+	recs = malloc(URO_MAX_SLOTS * rec_size);
+	got = recs ? pread(fd, recs, URO_MAX_SLOTS * rec_size, 0) : -1;
+	close(fd);
+	for (size_t slot = 1; got > 0 && slot < (size_t)got / rec_size && n < max; slot++)
+		if (recs[slot].magic == URO_REGISTRY_MAGIC &&
+		    !strncmp(recs[slot].device, device, sizeof(recs[slot].device)))
+			slots[n++] = (unsigned)slot;
+	free(recs);
+	return n;
+}

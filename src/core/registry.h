@@ -38,4 +38,8 @@ void uro_registry_release(struct uro_slot *s);
 /* 1 and *rec filled when a live process owns slot, 0 when it is free. */
 int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *rec);
 
+/* The slots whose records name device (at most max, into slots): live or
+ * not, to be attached and checked by the caller. */
+unsigned uro_registry_slots_of(const char *dir, const char *device, unsigned *slots, unsigned max);
+
 #endif

@@ -55,7 +55,9 @@ void uro_seg_table_offsets(struct uro_seg_header *h)
 	h->srq_off = off;
 	off = align_up(off + URO_MAX_SRQ * sizeof(struct uro_seg_srq), 4096);
 	h->mr_off = off;
-	h->arena_off = align_up(off + URO_MAX_MR * sizeof(struct uro_seg_mr), 4096);
+	off = align_up(off + URO_MAX_MR * sizeof(struct uro_seg_mr), 4096);
+	h->mcast_off = off;
+	h->arena_off = align_up(off + URO_MAX_MCAST_ATTACH * sizeof(struct uro_seg_mcast), 4096);
 }
 
 static void lay_out(struct uro_segment *s, unsigned slot)

@@ -12,7 +12,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 7
+#define URO_SEG_VERSION 8
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 struct uro_seg_counters {
@@ -118,6 +118,16 @@ struct uro_seg_mr {
 	uint64_t reserved1;
 };
 
+/* A UD QP attached to a multicast group (ibv_attach_mcast(3)): a sender
+ * to the group delivers to every attached QP of every process on the host
+ * whose device is its own (IBTA 10.5.2.1). */
+struct uro_seg_mcast {
+	uint32_t in_use;
+	uint32_t qpn;
+	union ibv_gid mgid;
+	uint8_t reserved[8];
+};
+
 struct uro_seg_header {
 	uint64_t magic;
 	uint32_t version;
@@ -125,7 +135,7 @@ struct uro_seg_header {
 	int32_t pid;
 	uint32_t uid;
 	uint64_t size;
-	uint64_t qp_off, cq_off, srq_off, mr_off, arena_off;
+	uint64_t qp_off, cq_off, srq_off, mr_off, mcast_off, arena_off;
 	struct uro_seg_counters counters;
 	int32_t async_wfd; /* the owner's async-event pipe */
 	uint32_t closed;   /* set when the owner closes the context */
@@ -133,12 +143,13 @@ struct uro_seg_header {
 	 * atomics are atomic with respect to each other (IBV_ATOMIC_HCA).
 	 * Robust: a peer that dies holding it does not wedge the others. */
 	pthread_mutex_t atomic_lock;
-	uint8_t reserved[64];
+	uint8_t reserved[56];
 };
 
 _Static_assert(sizeof(struct uro_seg_qp) == 256, "QP entry size");
 _Static_assert(sizeof(struct uro_seg_cq) == 64, "CQ entry size");
 _Static_assert(sizeof(struct uro_seg_srq) == 64, "SRQ entry size");
 _Static_assert(sizeof(struct uro_seg_mr) == 128, "MR entry size");
+_Static_assert(sizeof(struct uro_seg_mcast) == 32, "multicast entry size");
 
 #endif

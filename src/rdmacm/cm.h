@@ -77,6 +77,7 @@ struct uro_cm_id {
 	int own_cqs;			  /* ... and the CQs and channels */
 	unsigned pending_events;	  /* retrieved, not yet acknowledged */
 	void *watch;			  /* the CM thread's entry for sock */
+	struct uro_cm_mcast *mcasts;	  /* groups joined (multicast.c) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
@@ -123,6 +124,8 @@ struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx);
 /* The id's device, and its PD the device's default one, as librdmacm sets
  * them once an id has an address (rdma-core's CM tests read id->pd). */
 void uro_cm_set_device(struct rdma_cm_id *id, struct ibv_context *verbs);
+/* A RoCEv2 GID for an IP address (IBTA A17.2). */
+void uro_cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid);
 
 static inline __be16 uro_cm_port_of(const struct sockaddr *sa)
 {
@@ -137,7 +140,12 @@ int uro_cm_bind_socket(struct uro_cm_id *cm, const struct sockaddr *addr);
 #define URO_CM_BACKLOG 128
 int uro_cm_fill_route(struct uro_cm_id *id);
 
+/* multicast.c: an id leaves its groups when it is destroyed. */
+void uro_cm_leave_all(struct uro_cm_id *id);
+
 /* cm_qp.c */
+/* Index of gid in the port's table of the id's device, or 0. */
+int uro_cm_gid_index(struct rdma_cm_id *id, const union ibv_gid *gid);
 int uro_cm_qp_attr(struct uro_cm_id *id, struct ibv_qp_attr *a, int *mask);
 int uro_cm_qp_to_rtr_rts(struct uro_cm_id *id);
 int uro_cm_qp_to_error(struct uro_cm_id *id);

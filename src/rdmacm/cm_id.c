@@ -86,6 +86,7 @@ URO_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	cm->sock = -1;
 	cm->state = CM_DISCONNECTED;
 	uro_cm_unlock();
+	uro_cm_leave_all(cm);
 	if (id->event) {
 		rdma_ack_cm_event(id->event);
 		id->event = NULL;

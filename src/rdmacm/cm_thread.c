@@ -118,15 +118,7 @@ static void ud_param(struct uro_cm_id *id, struct uro_cm_event *e, const struct 
 	ah->is_global = id->path.dgid.global.interface_id != 0 || !m->peer.lid;
 	ah->grh.dgid = m->peer.gid;
 	ah->grh.hop_limit = 64;
-	for (int i = 0; i < 16; i++) {
-		union ibv_gid g;
-
-		if (ibv_query_gid(id->id.verbs, 1, i, &g) == 0 &&
-		    !memcmp(&g, &id->path.sgid, sizeof(g))) {
-			ah->grh.sgid_index = (uint8_t)i;
-			break;
-		}
-	}
+	ah->grh.sgid_index = (uint8_t)uro_cm_gid_index(&id->id, &id->path.sgid);
 }
 
 static void conn_param(struct uro_cm_event *e, const struct uro_cm_msg *m)

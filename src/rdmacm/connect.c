@@ -284,28 +284,3 @@ URO_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	(void)ece;
 	return uro_cm_err(EOPNOTSUPP);
 }
-
-/* Multicast is not implemented yet (max_mcast_grp is 0). */
-URO_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	(void)id;
-	(void)addr;
-	(void)context;
-	return uro_cm_err(EOPNOTSUPP);
-}
-
-URO_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc,
-				      void *context)
-{
-	(void)id;
-	(void)mc;
-	(void)context;
-	return uro_cm_err(EOPNOTSUPP);
-}
-
-URO_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id;
-	(void)addr;
-	return uro_cm_err(EOPNOTSUPP);
-}

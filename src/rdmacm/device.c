@@ -180,7 +180,7 @@ struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr)
 	return ctx;
 }
 
-static void addr_gid(const struct sockaddr *sa, union ibv_gid *gid)
+void uro_cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid)
 {
 	if (sa->sa_family == AF_INET)
 		uro_gid_from_ip(gid, AF_INET, &((const struct sockaddr_in *)sa)->sin_addr);
@@ -204,8 +204,8 @@ int uro_cm_fill_route(struct uro_cm_id *cm)
 		p->dgid = p->sgid; /* on one host, the same fabric port */
 		p->slid = p->dlid = htons(port.lid);
 	} else {
-		addr_gid(&id->route.addr.src_addr, &p->sgid);
-		addr_gid(&id->route.addr.dst_addr, &p->dgid);
+		uro_cm_addr_gid(&id->route.addr.src_addr, &p->sgid);
+		uro_cm_addr_gid(&id->route.addr.dst_addr, &p->dgid);
 	}
 	p->pkey = htons(0xffff);
 	p->mtu = (uint8_t)port.active_mtu;

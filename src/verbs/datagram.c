@@ -9,13 +9,15 @@
 #include "objects.h"
 #include "opcode.h"
 #include "remote_copy.h"
+#include "registry.h"
 #include "segment_ops.h"
 
-#define GRH_BYTES    40
-#define QKEY_USE_QP  0x80000000u /* IBTA 10.2.5: take the Q_Key from the QP */
-#define NEXT_HDR_IBA 0x1b
-#define NEXT_HDR_UDP 17
-#define ROCE_HDRS    (8 + 12 + 8 + 4) /* UDP, BTH, DETH, ICRC */
+#define GRH_BYTES     40
+#define QKEY_USE_QP   0x80000000u /* IBTA 10.2.5: take the Q_Key from the QP */
+#define NEXT_HDR_IBA  0x1b
+#define NEXT_HDR_UDP  17
+#define ROCE_HDRS     (8 + 12 + 8 + 4) /* UDP, BTH, DETH, ICRC */
+#define URO_MCAST_QPN 0xffffffu	       /* IBTA 10.5.2.1: the multicast DestQP */
 
 static struct uro_ah *to_uah(struct ibv_ah *ah)
 {
@@ -141,16 +143,16 @@ static void drop(struct uro_peer *p, uint64_t *counter)
 		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
-int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		const struct iovec *liov, int nl, uint64_t len)
+/* One datagram into one receiving QP t of process p. */
+static void deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		    const struct iovec *liov, int nl, uint64_t len, struct uro_peer *p,
+		    struct uro_seg_qp *t)
 {
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
 	struct uro_ah *ah = to_uah(wr->wr.ud.ah);
 	uint32_t qkey = wr->wr.ud.remote_qkey;
 	struct iovec siov[URO_MAX_SGE + 1], riov[URO_MAX_SGE];
 	uint8_t grh[GRH_BYTES];
-	struct uro_peer *p = NULL;
-	struct uro_seg_qp *t;
 	const struct uro_seg_srq *srq;
 	struct uro_holds h;
 	struct uro_recv r;
@@ -158,21 +160,15 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 	uint64_t cap;
 	int nr;
 
-	/* A datagram is one packet: no larger than the path MTU. */
-	if (len > uro_mtu_bytes(ctx->model.port.active_mtu))
-		return IBV_WC_LOC_LEN_ERR;
-	t = ud_target(ctx, wr->wr.ud.remote_qpn, &p);
-	if (!t)
-		return IBV_WC_SUCCESS;
 	if (qkey & QKEY_USE_QP)
 		qkey = qp->attr.qkey;
 	if (qkey != t->qkey) {
 		drop(p, &p->hdr->counters.qkey_violations);
-		return IBV_WC_SUCCESS;
+		return;
 	}
 	if (uro_take_recv(p, t, &r)) {
 		drop(p, &p->hdr->counters.rx_dropped);
-		return IBV_WC_SUCCESS;
+		return;
 	}
 	memset(&e, 0, sizeof(e));
 	e.wr_id = r.wr_id;
@@ -202,11 +198,61 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 		memcpy(siov + 1, liov, (size_t)nl * sizeof(*liov));
 		if (uro_remote_copy(p, 1, siov, nl + 1, riov, nr, GRH_BYTES + len, &h)) {
 			uro_release(&h);
-			return IBV_WC_SUCCESS; /* the receiver is gone: the datagram is lost */
+			return; /* the receiver is gone: the datagram is lost */
 		}
 		e.byte_len = (uint32_t)(GRH_BYTES + len);
 	}
 	uro_release(&h);
 	uro_deliver(p, t->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
+}
+
+/* A datagram to a multicast group (IBTA 10.5.2.1: DestQP 0xFFFFFF and a
+ * multicast DGID) reaches every QP attached to the group in every process
+ * on this device, the sender's own QP too, as without
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB. Without a multicast DGID it is
+ * dropped, as a NIC's responder drops it. */
+static void multicast(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		      const struct iovec *liov, int nl, uint64_t len)
+{
+	const struct ibv_ah_attr *a = &to_uah(wr->wr.ud.ah)->attr;
+	unsigned slots[URO_MAX_SLOTS], n;
+
+	if (!a->is_global || !uro_gid_is_multicast(&a->grh.dgid))
+		return;
+	n = uro_registry_slots_of(NULL, ctx->dev->link.name, slots, URO_MAX_SLOTS);
+	for (unsigned i = 0; i < n; i++) {
+		int err;
+		struct uro_peer *p = uro_peer_refresh(ctx, slots[i] << URO_QPN_INDEX_BITS, &err);
+
+		for (unsigned k = 0; p && k < URO_MAX_MCAST_ATTACH; k++) {
+			const struct uro_seg_mcast *m = &p->mcast[k];
+			struct uro_seg_qp *t;
+
+			if (!__atomic_load_n(&m->in_use, __ATOMIC_ACQUIRE) ||
+			    memcmp(&m->mgid, &a->grh.dgid, sizeof(m->mgid)))
+				continue;
+			t = ud_qp(p, m->qpn);
+			if (t)
+				deliver(ctx, qp, wr, liov, nl, len, p, t);
+		}
+	}
+}
+
+int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		const struct iovec *liov, int nl, uint64_t len)
+{
+	struct uro_peer *p = NULL;
+	struct uro_seg_qp *t;
+
+	/* A datagram is one packet: no larger than the path MTU. */
+	if (len > uro_mtu_bytes(ctx->model.port.active_mtu))
+		return IBV_WC_LOC_LEN_ERR;
+	if (wr->wr.ud.remote_qpn == URO_MCAST_QPN) {
+		multicast(ctx, qp, wr, liov, nl, len);
+		return IBV_WC_SUCCESS;
+	}
+	t = ud_target(ctx, wr->wr.ud.remote_qpn, &p);
+	if (t)
+		deliver(ctx, qp, wr, liov, nl, len, p, t);
 	return IBV_WC_SUCCESS;
 }

@@ -222,6 +222,10 @@ uint32_t uro_make_key(uint32_t index, uint32_t generation);
 /* Gives a QP the ibv_wr_* builder: 0, EOPNOTSUPP or ENOMEM. */
 int uro_qp_ex_init(struct uro_qp *qp, uint64_t send_ops_flags);
 
+/* Whether a QP of this context is attached to a multicast group
+ * (multicast.c): ibv_destroy_qp(3) refuses it then, with EBUSY. */
+int uro_qp_in_mcast_group(struct uro_context *ctx, uint32_t qpn);
+
 /* UD: delivers one datagram (datagram.c); returns a struct ibv_wc status. */
 int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		const struct iovec *liov, int nl, uint64_t len);

@@ -449,6 +449,14 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct uro_qp *qp = to_uqp(ibqp);
 	struct uro_context *ctx = to_uctx(ibqp->context);
 
+	/* A QP still in a multicast group is busy, as the kernel's uverbs
+	 * refuses to destroy it: the program detaches it first. */
+	uro_lock(ctx);
+	if (uro_qp_in_mcast_group(ctx, ibqp->qp_num)) {
+		uro_unlock(ctx);
+		return EBUSY;
+	}
+	uro_unlock(ctx);
 	uro_forget_events(ctx, &qp->pub->serial);
 	uro_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed, &qp->events);
 	uro_lock(ctx);

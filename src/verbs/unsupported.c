@@ -46,23 +46,6 @@ URO_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return EOPNOTSUPP;
 }
 
-/* Multicast groups (max_mcast_grp is 0). */
-URO_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return EOPNOTSUPP;
-}
-
-URO_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp;
-	(void)gid;
-	(void)lid;
-	return EOPNOTSUPP;
-}
-
 /* Resolving a GID to an Ethernet MAC serves hardware providers building
  * RoCE headers; uroce addresses peers by GID and QPN alone. */
 URO_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
@@ -86,5 +69,3 @@ URO_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode 
 }
 
 /* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */
-URO_DEFAULT_VERSION(ibv_attach_mcast);
-URO_DEFAULT_VERSION(ibv_detach_mcast);

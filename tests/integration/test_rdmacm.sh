@@ -31,6 +31,28 @@ pair "cmtime -c 100" "cmtime -p PORT -c 100" "cmtime -s 127.0.0.1 -p PORT -c 100
 expect_match "$(cat "$PAIR_DIR/cli")" '^connect +:' "cmtime reports connection setup"
 cp "$PAIR_DIR/cli" "${CMTIME_OUT:-/dev/null}" 2>/dev/null
 
+# mckey: one group, two receivers and a send-only sender; each receiver
+# hears all 20 datagrams. Receivers are started first and must have joined
+# (they post their receives before joining) before anything is sent.
+mck() { timeout $T "$UROCE" run mckey -m 230.1.2.3 -b 127.0.0.1 -C 20 -S 512 "$@"; }
+mck >"$PAIR_DIR/r1" 2>&1 &
+r1=$!
+mck >"$PAIR_DIR/r2" 2>&1 &
+r2=$!
+for _ in $(seq 200); do
+	grep -q "receiving data" "$PAIR_DIR/r1" && grep -q "receiving data" "$PAIR_DIR/r2" && break
+	sleep 0.05
+done
+mck -s -o >"$PAIR_DIR/cli" 2>&1
+expect_status 0 $? "mckey sender (send-only member)"
+for r in $r1 $r2; do
+	wait $r
+	expect_status 0 $? "mckey receiver"
+done
+expect_match "$(cat "$PAIR_DIR/r1" "$PAIR_DIR/r2")" 'joined dgid: ::ffff:230.1.2.3' "mckey joins 230.1.2.3"
+[ "$(grep -c '^data transfers complete' "$PAIR_DIR/r1" "$PAIR_DIR/r2" | awk -F: '{s += $2} END {print s}')" = 2 ] && ok ||
+	bad "mckey: a receiver did not get its 20 datagrams"
+
 # XRC is not implemented: the documented EOPNOTSUPP, at once.
 # Below the ephemeral range (32768 and up), where a port may be some
 # connection's; each test has its own range (bench/run uses 18600 and up).

@@ -707,6 +707,100 @@ static void test_ud(void)
 	side_close(&U2);
 }
 
+/* Sends one datagram of 16 bytes from S to group or QPN dest. */
+static void send_ud(struct side *S, struct ibv_ah *ah, uint32_t dest)
+{
+	struct ibv_sge sge = {(uintptr_t)S->buf, 16, S->mr->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = dest;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	CHECK_EQ(ibv_post_send(S->qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(S->cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+}
+
+/* Multicast (ibv_attach_mcast(3), IBTA 10.5.2.1): a datagram to the
+ * group's GID and QPN 0xFFFFFF reaches each attached QP of each context,
+ * and no other; detach and destroy follow the kernel's uverbs. */
+static void test_ud_multicast(void)
+{
+	struct side S, M1, M2, O;
+	struct side *all[] = {&S, &M1, &M2, &O};
+	union ibv_gid group = {.raw = {[10] = 0xff, [11] = 0xff, [12] = 230, [15] = 7}};
+	union ibv_gid unicast;
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 1}};
+	struct ibv_device_attr da;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	for (int i = 0; i < 4; i++) {
+		memset(all[i], 0, sizeof(*all[i]));
+		CHECK_EQ(side_open(all[i], IBV_QPT_UD, 16, CAP), 0);
+		CHECK_EQ(qp_connect(all[i]->qp, 0, 0, 0), 0);
+		CHECK_EQ(post_recv_buf(all[i], 8, all[i]->buf + 1024, 1024), 0);
+	}
+	CHECK_EQ(ibv_query_device(S.ctx, &da), 0);
+	CHECK(da.max_mcast_grp > 0 && da.max_mcast_qp_attach > 0 &&
+	      da.max_total_mcast_qp_attach > 0);
+	/* Only a UD QP, only a multicast GID (ff00::/8, ::ffff:224.0.0.0/4). */
+	ibv_query_gid(S.ctx, 1, 0, &unicast);
+	CHECK_EQ(ibv_attach_mcast(M1.qp, &unicast, 0), EINVAL);
+	CHECK_EQ(ibv_attach_mcast(A.qp, &group, 0), EINVAL);
+	CHECK_EQ(ibv_attach_mcast(M1.qp, &group, 0), 0);
+	CHECK_EQ(ibv_attach_mcast(M1.qp, &group, 0), 0); /* one attachment still */
+	CHECK_EQ(ibv_attach_mcast(M2.qp, &group, 0), 0);
+
+	aa.grh.dgid = group;
+	ah = ibv_create_ah(S.pd, &aa);
+	CHECK(ah != NULL);
+	memset(S.buf, 0x5a, 16);
+	send_ud(&S, ah, 0xffffff);
+	for (int i = 1; i <= 2; i++) {
+		CHECK_EQ(poll_one(all[i]->cq, &wc), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.byte_len, 40 + 16);
+		CHECK_EQ(wc.src_qp, S.qp->qp_num);
+		CHECK_EQ(all[i]->buf[1024 + 40], 0x5a);
+		/* The IPv4 header in the GRH area names the group. */
+		CHECK_EQ(all[i]->buf[1024 + 20 + 16], 230);
+		CHECK_EQ(post_recv_buf(all[i], 8, all[i]->buf + 1024, 1024), 0);
+	}
+	CHECK_EQ(ibv_poll_cq(O.cq, 1, &wc), 0); /* not a member */
+	CHECK_EQ(ibv_poll_cq(S.cq, 1, &wc), 0);
+
+	/* A group's QPN to a unicast GID reaches no one. */
+	ibv_destroy_ah(ah);
+	aa.grh.dgid = unicast;
+	ah = ibv_create_ah(S.pd, &aa);
+	send_ud(&S, ah, 0xffffff);
+	CHECK_EQ(ibv_poll_cq(M1.cq, 1, &wc), 0);
+	CHECK_EQ(ibv_poll_cq(M2.cq, 1, &wc), 0);
+
+	/* Detached, M1 hears no more; detaching twice is EINVAL. An attached
+	 * QP cannot be destroyed (EBUSY). */
+	ibv_destroy_ah(ah);
+	aa.grh.dgid = group;
+	ah = ibv_create_ah(S.pd, &aa);
+	CHECK_EQ(ibv_detach_mcast(M1.qp, &group, 0), 0);
+	CHECK_EQ(ibv_detach_mcast(M1.qp, &group, 0), EINVAL);
+	CHECK_EQ(ibv_destroy_qp(M2.qp), EBUSY);
+	send_ud(&S, ah, 0xffffff);
+	CHECK_EQ(poll_one(M2.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(ibv_poll_cq(M1.cq, 1, &wc), 0);
+	CHECK_EQ(ibv_detach_mcast(M2.qp, &group, 0), 0);
+	ibv_destroy_ah(ah);
+	for (int i = 0; i < 4; i++)
+		side_close(all[i]);
+}
+
 static int write_with(uint32_t rkey, uint64_t addr, uint64_t wr_id)
 {
 	struct ibv_wc wc;
@@ -1220,6 +1314,7 @@ int main(void)
 	test_cq_overrun();
 	test_srq_limit();
 	test_ud();
+	test_ud_multicast();
 	test_memory_windows();
 	test_stale_key_after_window();
 	test_zero_length_rdma();
