@@ -33,14 +33,16 @@ cp "$PAIR_DIR/cli" "${CMTIME_OUT:-/dev/null}" 2>/dev/null
 
 # mckey: one group, two receivers and a send-only sender; each receiver
 # hears all 20 datagrams. Receivers are started first and must have joined
-# (they post their receives before joining) before anything is sent.
-mck() { timeout $T "$UROCE" run mckey -m 230.1.2.3 -b 127.0.0.1 -C 20 -S 512 "$@"; }
+# (they post their receives before joining) before anything is sent: their
+# output is line-buffered so that the wait sees it, and the wait's greps
+# run without the sanitizer's preload, which makes each one slow.
+mck() { timeout $T "$UROCE" run stdbuf -oL mckey -m 230.1.2.3 -b 127.0.0.1 -C 20 -S 512 "$@"; }
 mck >"$PAIR_DIR/r1" 2>&1 &
 r1=$!
 mck >"$PAIR_DIR/r2" 2>&1 &
 r2=$!
 for _ in $(seq 200); do
-	grep -q "receiving data" "$PAIR_DIR/r1" && grep -q "receiving data" "$PAIR_DIR/r2" && break
+	[ "$(LD_PRELOAD= grep -l "receiving data" "$PAIR_DIR/r1" "$PAIR_DIR/r2" | wc -l)" = 2 ] && break
 	sleep 0.05
 done
 mck -s -o >"$PAIR_DIR/cli" 2>&1
