@@ -14,7 +14,8 @@
 	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |          \
 	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                           \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                 \
-	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |        \
+	 IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static struct uro_qp *from_qpx(struct ibv_qp_ex *qpx)
 {
@@ -117,6 +118,23 @@ static void wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t add
 static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr, uint64_t add)
 {
 	atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
+/* The 8 bytes are the request's own, copied now (ibv_wr_atomic_write(3)):
+ * the caller may reuse them at once. */
+static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr,
+			    const void *atomic_wr)
+{
+	struct uro_pending *p;
+
+	rdma(qpx, IBV_WR_ATOMIC_WRITE, rkey, addr, 0);
+	p = current(qpx);
+	if (!p)
+		return;
+	memcpy(p->data, atomic_wr, 8);
+	p->sge[0] = (struct ibv_sge){.addr = (uintptr_t)p->data, .length = 8};
+	p->wr.num_sge = 1;
+	p->wr.send_flags |= IBV_SEND_INLINE;
 }
 
 static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
@@ -254,6 +272,7 @@ int uro_qp_ex_init(struct uro_qp *qp, uint64_t send_ops_flags)
 	x->wr_rdma_read = wr_rdma_read;
 	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	x->wr_atomic_write = wr_atomic_write;
 	x->wr_send_inv = wr_send_inv;
 	x->wr_local_inv = wr_local_inv;
 	x->wr_bind_mw = wr_bind_mw;

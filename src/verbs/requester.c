@@ -447,6 +447,36 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 	return IBV_WC_SUCCESS;
 }
 
+/* ATOMIC WRITE: 8 bytes land as one, under the target's atomic lock like
+ * every atomic, so no other atomic sees half of them. Alignment and access
+ * are an RDMA WRITE's plus an atomic's alignment (IBTA 1.5, 9.4.6). */
+static int atomic_write(const struct ibv_send_wr *wr, struct target *t, const struct iovec *liov,
+			int nl, uint64_t len)
+{
+	pthread_mutex_t *lock = &t->peer->hdr->atomic_lock;
+	struct uro_holds h;
+	struct iovec riov;
+	int err;
+
+	if (len != 8)
+		return IBV_WC_LOC_LEN_ERR;
+	if (wr->wr.rdma.remote_addr & 7) {
+		uro_qp_error(t->peer, t->qp);
+		return IBV_WC_REM_INV_REQ_ERR;
+	}
+	err = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, 8, IBV_ACCESS_REMOTE_WRITE,
+			   &riov, &h);
+	if (err != IBV_WC_SUCCESS)
+		return err;
+	if (atomic_lock(lock)) {
+		uro_release(&h);
+		return RESULT_NO_ACK;
+	}
+	err = remote_move(t, 1, liov, nl, &riov, 8, &h);
+	pthread_mutex_unlock(lock);
+	return err;
+}
+
 /* RC and UC. A UC responder drops what it cannot take, silently: the
  * requester has no acknowledgements to learn of it (IBTA 9.8.3). */
 static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
@@ -478,6 +508,9 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 		break;
 	case URO_OP_READ:
 		st = rdma_read(wr, &t, liov, nl, len);
+		break;
+	case URO_OP_ATOMIC_WRITE:
+		st = atomic_write(wr, &t, liov, nl, len);
 		break;
 	default:
 		st = atomic_op(wr, &t, liov, nl, len);

@@ -356,6 +356,71 @@ static void test_threaded_post_recv(void)
 	side_close(&D);
 }
 
+/* ATOMIC WRITE (IBTA 1.5 9.4.6), by ibv_post_send and by ibv_wr_atomic_write:
+ * 8 bytes land at once; misaligned is an invalid request; it needs Remote
+ * Write access. */
+static void test_atomic_write(void)
+{
+	uint64_t *target = (uint64_t *)(B.buf + 8192);
+	uint64_t value = 0x1122334455667788ull;
+	struct ibv_qp_init_attr_ex ia = {.qp_type = IBV_QPT_RC,
+					 .send_cq = A.cq,
+					 .recv_cq = A.cq,
+					 .cap = CAP,
+					 .comp_mask =
+					     IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					 .pd = A.pd,
+					 .send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE};
+	struct ibv_mr *ro = ibv_reg_mr(B.pd, B.buf, 4096, IBV_ACCESS_REMOTE_READ);
+	struct ibv_qp *xq = ibv_create_qp_ex(A.ctx, &ia);
+	struct ibv_qp_ex *qpx = xq ? ibv_qp_to_qp_ex(xq) : NULL;
+	struct ibv_wc wc;
+
+	CHECK(ro && qpx);
+	reconnect(7, 1);
+	*target = 0;
+	memcpy(A.buf, &value, 8);
+	CHECK_EQ(
+	    post(&A, IBV_WR_ATOMIC_WRITE, A.buf, 8, A.mr->lkey, (uintptr_t)target, B.mr->rkey, 1),
+	    0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_ATOMIC_WRITE);
+	CHECK(*target == value);
+	CHECK_EQ(ibv_poll_cq(B.cq, 1, &wc), 0); /* no completion at the target */
+
+	/* The builder: its 8 bytes are copied at the call. */
+	CHECK_EQ(qp_connect(xq, B.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(B.qp, xq->qp_num, 7, 1), 0);
+	value = ~value;
+	ibv_wr_start(qpx);
+	qpx->wr_id = 2;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qpx, B.mr->rkey, (uintptr_t)target, &value);
+	value = 0;
+	CHECK_EQ(ibv_wr_complete(qpx), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_ATOMIC_WRITE);
+	CHECK(*target == ~0x1122334455667788ull);
+
+	/* Misaligned: an invalid request; without Remote Write: an access error. */
+	reconnect(7, 1);
+	CHECK_EQ(post(&A, IBV_WR_ATOMIC_WRITE, A.buf, 8, A.mr->lkey, (uintptr_t)target + 4,
+		      B.mr->rkey, 3),
+		 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+	reconnect(7, 1);
+	CHECK_EQ(post(&A, IBV_WR_ATOMIC_WRITE, A.buf, 8, A.mr->lkey, (uintptr_t)B.buf, ro->rkey, 4),
+		 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(ibv_destroy_qp(xq), 0);
+	ibv_dereg_mr(ro);
+	reconnect(7, 1);
+}
+
 static void expect_remote_access_error(uint64_t raddr, uint32_t rkey, uint32_t len)
 {
 	struct ibv_wc wc;
@@ -1301,6 +1366,7 @@ int main(void)
 	}
 	test_send_recv();
 	test_rdma_and_atomics();
+	test_atomic_write();
 	test_inline_and_sge_lists();
 	test_staged_sends();
 	test_remote_access_errors();
