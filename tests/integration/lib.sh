@@ -2,7 +2,11 @@
 # timeout, and each test runs with its own configuration file.
 set -u
 UROCE=${UROCE:?path to the uroce command}
-T=${T:-20}
+# The time each process a test starts may take: the test's own budget,
+# given when it sources this file (". lib.sh 600"), else 20 s; T in the
+# environment overrides both. A budget set after sourcing would come too
+# late: this line has already set T.
+T=${T:-${1:-20}}
 export UROCE_CONFIG=$(mktemp /tmp/uroce-it-XXXXXX.conf)
 rm -f "$UROCE_CONFIG" # no file: the embedded default, uroce0 on lo
 # A sanitizer build's library needs its runtime loaded first in programs

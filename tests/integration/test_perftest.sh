@@ -2,8 +2,7 @@
 # Debian's perftest, unmodified, under `uroce run`: every benchmark with its
 # default post-send path (ibv_wr_*), with --use_old_post_send, and over
 # rdma_cm (-R); -a, -b and -q 4 on some. Short runs: speed is bench/'s.
-. "$(dirname "$0")/lib.sh"
-T=${T:-60}
+. "$(dirname "$0")/lib.sh" 60
 # Below the ephemeral range (32768 and up), where a port may be some
 # connection's; each test has its own 4000.
 port=$((20000 + ($$ % 4000)))

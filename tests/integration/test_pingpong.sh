@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Debian's ibv_*_pingpong, unmodified, between two processes under
 # `uroce run`, with -c (the receiver checks every byte).
-. "$(dirname "$0")/lib.sh"
-T=${T:-60}
+. "$(dirname "$0")/lib.sh" 60
 # Below the ephemeral range (32768 and up), where a port may be some
 # connection's; each test has its own 4000.
 port=$((10000 + ($$ % 4000)))

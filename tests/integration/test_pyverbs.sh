@@ -4,8 +4,7 @@
 # keep passing. The skips are printed with their reasons: most are tests
 # for mlx5 or EFA hardware, which a Soft-RoCE device skips too; the others
 # are features still to come (issue 11).
-. "$(dirname "$0")/lib.sh"
-T=${T:-600}
+. "$(dirname "$0")/lib.sh" 600
 src=/usr/share/doc/rdma-core/tests
 if [ ! -f "$src/run_tests.py" ]; then
 	echo "FAIL: $src is missing: python3-pyverbs is not installed (scripts/install-deps)" >&2

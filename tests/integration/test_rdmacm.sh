@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Debian's librdmacm programs, unmodified, between two processes under
 # `uroce run` (which puts uroce's librdmacm.so.1 first too).
-. "$(dirname "$0")/lib.sh"
-T=${T:-60}
+. "$(dirname "$0")/lib.sh" 60
 # Below the ephemeral range (32768 and up), where a port may be some
 # connection's; each test has its own range (bench/run uses 18600 and up).
 port=$((15000 + ($$ % 3000)))

@@ -4,6 +4,12 @@
 # prefix.
 . "$(dirname "$0")/lib.sh"
 
+# The harness first: the budget a test gives lib.sh is its T. Tests that
+# set their own after sourcing it got 20 s instead (rdma-core's suite, 600,
+# was killed at 20 s on a slower machine).
+budget=$(unset T; . "$(dirname "$0")/lib.sh" 600; echo "$T")
+[ "$budget" = 600 ] && ok || bad "'. lib.sh 600' gives T=$budget"
+
 out=$(timeout $T "$UROCE" run sh -c 'echo "$LD_LIBRARY_PATH"'); st=$?
 expect_status 0 $st "run sh"
 libdir=${out%%:*}
