@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "config.h"
 #include "device_model.h"
+#include "link_gone.h"
 #include "netdev.h"
 
 static const char link_usage[] =
@@ -163,7 +164,10 @@ static int cmd_delete(int argc, char **argv)
 		fprintf(stderr, "uroce: %s\n", err);
 		return 1;
 	}
-	return save(path, &cfg);
+	if (save(path, &cfg))
+		return 1;
+	uro_link_gone_notify(argv[0]);
+	return 0;
 }
 
 /* set = delete and add again, so every rule of add holds for the result. */
@@ -198,7 +202,11 @@ static int cmd_set(int argc, char **argv)
 		fprintf(stderr, "uroce: %s\n", err);
 		return 1;
 	}
-	return save(path, &cfg);
+	if (save(path, &cfg))
+		return 1;
+	/* The device its users opened is not the one the link now names. */
+	uro_link_gone_notify(argv[0]);
+	return 0;
 }
 
 int uro_cmd_link(int argc, char **argv)

@@ -100,6 +100,8 @@ static int report(struct uro_context *ctx, const struct uro_event_record *r,
 	memset(event, 0, sizeof(*event));
 	event->event_type = (enum ibv_event_type)r->type;
 	event->element.qp = (struct ibv_qp *)(uintptr_t)r->token; /* our own pointer */
+	if (event->event_type == IBV_EVENT_DEVICE_FATAL)
+		return uro_port_gone(ctx);
 	if (kind == OBJ_NONE)
 		return 1;
 	uro_lock(ctx);

@@ -279,6 +279,9 @@ int uro_port_watch_open(struct uro_context *ctx, int pipe_rfd);
 void uro_port_watch_close(struct uro_context *ctx);
 /* 1 and the event when the netdev changed the port's state; else 0. */
 int uro_port_watch_event(struct uro_context *ctx, struct ibv_async_event *event);
+/* Marks the port gone (its device deleted): 1 the first time, when
+ * DEVICE_FATAL is to be reported, 0 after. */
+int uro_port_gone(struct uro_context *ctx);
 
 /* A QP's, CQ's or SRQ's serial, under the context lock. */
 static inline uint32_t uro_next_serial(struct uro_context *ctx)

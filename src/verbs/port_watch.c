@@ -92,6 +92,27 @@ void uro_port_watch_close(struct uro_context *ctx)
 	ctx->netlink_fd = -1;
 }
 
+/* The device is gone, its netdev deleted or its link (link_gone.c): one
+ * DEVICE_FATAL, whichever says so first. Called under the context lock. */
+static int gone(struct uro_context *ctx)
+{
+	int first = !ctx->port_gone;
+
+	ctx->port_gone = 1;
+	ctx->port_up = 0;
+	return first;
+}
+
+int uro_port_gone(struct uro_context *ctx)
+{
+	int first;
+
+	uro_lock(ctx);
+	first = gone(ctx);
+	uro_unlock(ctx);
+	return first;
+}
+
 /* The event one link message means, given the port's state so far; 0 when
  * it changes nothing. Called under the context lock. */
 static enum ibv_event_type port_change(struct uro_context *ctx, const struct nlmsghdr *h)
@@ -102,11 +123,8 @@ static enum ibv_event_type port_change(struct uro_context *ctx, const struct nlm
 	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)) ||
 	    (unsigned)ifi->ifi_index != ctx->model.netdev.ifindex || ctx->port_gone)
 		return 0;
-	if (h->nlmsg_type == RTM_DELLINK) {
-		ctx->port_gone = 1;
-		ctx->port_up = 0;
-		return IBV_EVENT_DEVICE_FATAL;
-	}
+	if (h->nlmsg_type == RTM_DELLINK)
+		return gone(ctx) ? IBV_EVENT_DEVICE_FATAL : 0;
 	up = (ifi->ifi_flags & IFF_UP) && (ifi->ifi_flags & IFF_RUNNING);
 	if (h->nlmsg_type != RTM_NEWLINK || up == ctx->port_up)
 		return 0;
@@ -125,11 +143,8 @@ static enum ibv_event_type resync(struct uro_context *ctx, char *buf, size_t len
 		;
 	if (ctx->port_gone)
 		return 0;
-	if (!uro_netdev_exists(name)) {
-		ctx->port_gone = 1;
-		ctx->port_up = 0;
-		return IBV_EVENT_DEVICE_FATAL;
-	}
+	if (!uro_netdev_exists(name))
+		return gone(ctx) ? IBV_EVENT_DEVICE_FATAL : 0;
 	up = uro_netdev_running(name);
 	if (up == ctx->port_up)
 		return 0;

@@ -41,6 +41,37 @@ timeout $T "$UROCE" link delete renamed; expect_status 0 $? "link delete"
 out=$(timeout $T "$UROCE" link show 2>&1)
 if printf '%s\n' "$out" | grep -q renamed; then bad "deleted link still shown"; else ok; fi
 
+# A link deleted or changed under a running program: the program hears
+# IBV_EVENT_DEVICE_FATAL once, as rxe's users do on 'rdma link delete'
+# (ibv_asyncwatch prints each async event; line-buffered for the wait).
+watch() {
+	timeout $T "$UROCE" run stdbuf -oL ibv_asyncwatch -d "$1" >"$PAIR_DIR/$1" 2>&1 &
+	for _ in $(seq 100); do
+		LD_PRELOAD= grep -q "async event FD" "$PAIR_DIR/$1" && return
+		sleep 0.05
+	done
+}
+fatal_seen() {
+	for _ in $(seq 100); do
+		LD_PRELOAD= grep -q "IBV_EVENT_DEVICE_FATAL" "$PAIR_DIR/$1" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+timeout $T "$UROCE" link add gone1 netdev lo && timeout $T "$UROCE" link add kept1 netdev lo
+watch gone1
+w_gone=$!
+watch kept1
+w_kept=$!
+timeout $T "$UROCE" link delete gone1; expect_status 0 $? "link delete under a running program"
+fatal_seen gone1 && ok || bad "no DEVICE_FATAL after its link was deleted: $(cat "$PAIR_DIR/gone1")"
+timeout $T "$UROCE" link set kept1 type ib; expect_status 0 $? "link set under a running program"
+fatal_seen kept1 && ok || bad "no DEVICE_FATAL after its link was changed: $(cat "$PAIR_DIR/kept1")"
+kill $w_gone $w_kept 2>/dev/null
+wait $w_gone $w_kept 2>/dev/null
+[ "$(LD_PRELOAD= grep -c DEVICE_FATAL "$PAIR_DIR/gone1")" = 1 ] && ok || bad "DEVICE_FATAL reported $(LD_PRELOAD= grep -c DEVICE_FATAL "$PAIR_DIR/gone1") times, not once"
+timeout $T "$UROCE" link delete kept1
+
 # A malformed configuration names its line, and programs see no device.
 printf 'link uroce0 netdev lo\nlink broken netdev lo colour red\n' > "$UROCE_CONFIG"
 out=$(timeout $T "$UROCE" link show 2>&1); st=$?

@@ -1,0 +1,32 @@
+/* A link deleted, or changed, while processes use it: each of them hears
+ * IBV_EVENT_DEVICE_FATAL on its context's async fd, as a Soft-RoCE device's
+ * users do when `rdma link delete` removes it. The command that changes the
+ * configuration tells them itself, through each process's event pipe, so
+ * no process has to watch the file. */
+#include "link_gone.h"
+
+#include <string.h>
+
+#include "peer.h"
+#include "registry.h"
+#include "segment_ops.h"
+
+unsigned uro_link_gone_notify(const char *device)
+{
+	unsigned slots[URO_MAX_SLOTS], told = 0;
+	unsigned n = uro_registry_slots_of(NULL, device, slots, URO_MAX_SLOTS);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct uro_peer p;
+
+		/* Another user's process cannot be reached, as for any request:
+		 * it learns of the change when it next opens the device. */
+		memset(&p, 0, sizeof(p));
+		if (uro_peer_attach(&p, NULL, slots[i]))
+			continue;
+		uro_raise_event(&p, IBV_EVENT_DEVICE_FATAL, 0, 0, 0);
+		uro_peer_detach(&p);
+		told++;
+	}
+	return told;
+}
