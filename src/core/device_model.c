@@ -185,7 +185,7 @@ void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a
 	a->device_cap_flags = IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_BAD_QKEY_CNTR |
-			      IBV_DEVICE_PORT_ACTIVE_EVENT;
+			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_XRC;
 	a->max_sge = URO_MAX_SGE;
 	a->max_sge_rd = URO_MAX_SGE;
 	a->max_cq = URO_MAX_CQ;
@@ -228,6 +228,8 @@ void uro_device_attr_ex(const struct uro_device_model *m, struct ibv_device_attr
 	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
 	a->odp_caps.per_transport_caps.ud_odp_caps =
 	    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+	a->xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			  IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 	a->max_dm_size = 0;
 	a->phys_port_cnt_ex = 1;
 }

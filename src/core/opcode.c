@@ -81,6 +81,7 @@ int uro_opcode_allowed(const struct uro_opcode *o, enum ibv_qp_type type)
 {
 	switch (type) {
 	case IBV_QPT_RC:
+	case IBV_QPT_XRC_SEND: /* an XRC initiator sends as RC does (IBTA A14) */
 		return o->rc;
 	case IBV_QPT_UC:
 		return o->uc;

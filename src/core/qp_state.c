@@ -2,7 +2,9 @@
 
 #include <errno.h>
 
-enum { T_UD, T_UC, T_RC, T_N };
+/* The columns: one per QP type; XRC's initiator (XRC_SEND) and target
+ * (XRC_RECV) halves have their own (IBTA 1.2.1 Annex A14, 14.3). */
+enum { T_UD, T_UC, T_RC, T_XRC_INI, T_XRC_TGT, T_N };
 
 struct transition {
 	unsigned char valid;
@@ -30,76 +32,116 @@ struct transition {
 #define CUR	IBV_QP_CUR_STATE
 #define SQDN	IBV_QP_EN_SQD_ASYNC_NOTIFY
 
-#define NONE                                                                                       \
-	{                                                                                          \
-		0, 0, 0                                                                            \
-	}
 #define ANY                                                                                        \
 	{                                                                                          \
-		.valid = 1, .required = NONE, .optional = NONE                                     \
+		.valid = 1                                                                         \
 	}
 
-/* [current][next]; columns of required/optional are UD, UC, RC. Any state
- * may go to RESET or ERR with no attributes (10.3.1). */
-static const struct transition table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
-    [IBV_QPS_RESET] =
-	{
-	    [IBV_QPS_RESET] = ANY,
-	    [IBV_QPS_ERR] = ANY,
-	    [IBV_QPS_INIT] = {1, {PKEY | PORT | QKEY, PKEY | PORT | ACC, PKEY | PORT | ACC}, NONE},
-	},
-    [IBV_QPS_INIT] =
-	{
-	    [IBV_QPS_RESET] = ANY,
-	    [IBV_QPS_ERR] = ANY,
-	    [IBV_QPS_INIT] = {1, NONE, {PKEY | PORT | QKEY, PKEY | PORT | ACC, PKEY | PORT | ACC}},
-	    [IBV_QPS_RTR] = {1,
-			     {0, AV | MTU | DQPN | RQPSN,
-			      AV | MTU | DQPN | RQPSN | DRDATOM | MINRNR},
-			     {PKEY | QKEY, ALT | ACC | PKEY, ALT | ACC | PKEY}},
-	},
-    [IBV_QPS_RTR] =
-	{
-	    [IBV_QPS_RESET] = ANY,
-	    [IBV_QPS_ERR] = ANY,
-	    [IBV_QPS_RTS] = {1,
-			     {SQPSN, SQPSN, SQPSN | TMO | RETRY | RNR | RDATOM},
-			     {CUR | QKEY, CUR | ALT | ACC | MIG, CUR | ALT | ACC | MINRNR | MIG}},
-	},
-    [IBV_QPS_RTS] =
-	{
-	    [IBV_QPS_RESET] = ANY,
-	    [IBV_QPS_ERR] = ANY,
-	    [IBV_QPS_RTS] = {1,
-			     NONE,
-			     {CUR | QKEY, CUR | ACC | ALT | MIG, CUR | ACC | ALT | MIG | MINRNR}},
-	    [IBV_QPS_SQD] = {1, NONE, {SQDN, SQDN, SQDN}},
-	},
-    [IBV_QPS_SQD] =
-	{
-	    [IBV_QPS_RESET] = ANY,
-	    [IBV_QPS_ERR] = ANY,
-	    [IBV_QPS_RTS] = {1,
-			     NONE,
-			     {CUR | QKEY, CUR | ALT | ACC | MIG, CUR | ALT | ACC | MINRNR | MIG}},
-	    [IBV_QPS_SQD] = {1,
-			     NONE,
-			     {PKEY | QKEY, AV | ALT | ACC | PKEY | MIG,
-			      PORT | AV | TMO | RETRY | RNR | RDATOM | DRDATOM | ALT | ACC | PKEY |
-				  MINRNR | MIG}},
-	},
-    [IBV_QPS_SQE] =
-	{
-	    [IBV_QPS_RESET] = ANY,
-	    [IBV_QPS_ERR] = ANY,
-	    /* RC has no SQE state: an RC send-queue error is fatal. */
-	    [IBV_QPS_RTS] = {1, NONE, {CUR | QKEY, CUR | ACC, 0}},
-	},
-    [IBV_QPS_ERR] =
-	{
-	    [IBV_QPS_RESET] = ANY,
-	    [IBV_QPS_ERR] = ANY,
-	},
+/* [current][next]. Any state may go to RESET or ERR with no attributes
+ * (10.3.1). An XRC initiator has a send queue only and an XRC target a
+ * receive side only, so each takes the half of RC's attributes its half
+ * uses. */
+static const struct transition table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] =
+    {
+	[IBV_QPS_RESET] =
+	    {
+		[IBV_QPS_RESET] = ANY,
+		[IBV_QPS_ERR] = ANY,
+		[IBV_QPS_INIT] = {.valid = 1,
+				  .required = {[T_UD] = PKEY | PORT | QKEY,
+					       [T_UC] = PKEY | PORT | ACC,
+					       [T_RC] = PKEY | PORT | ACC,
+					       [T_XRC_INI] = PKEY | PORT | ACC,
+					       [T_XRC_TGT] = PKEY | PORT | ACC}},
+	    },
+	[IBV_QPS_INIT] =
+	    {
+		[IBV_QPS_RESET] = ANY,
+		[IBV_QPS_ERR] = ANY,
+		[IBV_QPS_INIT] = {.valid = 1,
+				  .optional = {[T_UD] = PKEY | PORT | QKEY,
+					       [T_UC] = PKEY | PORT | ACC,
+					       [T_RC] = PKEY | PORT | ACC,
+					       [T_XRC_INI] = PKEY | PORT | ACC,
+					       [T_XRC_TGT] = PKEY | PORT | ACC}},
+		[IBV_QPS_RTR] = {.valid = 1,
+				 .required = {[T_UC] = AV | MTU | DQPN | RQPSN,
+					      [T_RC] = AV | MTU | DQPN | RQPSN | DRDATOM | MINRNR,
+					      [T_XRC_INI] = AV | MTU | DQPN | RQPSN,
+					      [T_XRC_TGT] =
+						  AV | MTU | DQPN | RQPSN | DRDATOM | MINRNR},
+				 .optional = {[T_UD] = PKEY | QKEY,
+					      [T_UC] = ALT | ACC | PKEY,
+					      [T_RC] = ALT | ACC | PKEY,
+					      [T_XRC_INI] = ALT | ACC | PKEY,
+					      [T_XRC_TGT] = ALT | ACC | PKEY}},
+	    },
+	[IBV_QPS_RTR] =
+	    {
+		[IBV_QPS_RESET] = ANY,
+		[IBV_QPS_ERR] = ANY,
+		[IBV_QPS_RTS] = {.valid = 1,
+				 .required = {[T_UD] = SQPSN,
+					      [T_UC] = SQPSN,
+					      [T_RC] = SQPSN | TMO | RETRY | RNR | RDATOM,
+					      [T_XRC_INI] = SQPSN | TMO | RETRY | RNR | RDATOM,
+					      [T_XRC_TGT] = SQPSN | TMO},
+				 .optional = {[T_UD] = CUR | QKEY,
+					      [T_UC] = CUR | ALT | ACC | MIG,
+					      [T_RC] = CUR | ALT | ACC | MINRNR | MIG,
+					      [T_XRC_INI] = CUR | ALT | ACC | MIG,
+					      [T_XRC_TGT] = CUR | ALT | ACC | MINRNR | MIG}},
+	    },
+	[IBV_QPS_RTS] =
+	    {
+		[IBV_QPS_RESET] = ANY,
+		[IBV_QPS_ERR] = ANY,
+		[IBV_QPS_RTS] = {.valid = 1,
+				 .optional = {[T_UD] = CUR | QKEY,
+					      [T_UC] = CUR | ACC | ALT | MIG,
+					      [T_RC] = CUR | ACC | ALT | MIG | MINRNR,
+					      [T_XRC_INI] = CUR | ACC | ALT | MIG,
+					      [T_XRC_TGT] = CUR | ACC | ALT | MIG | MINRNR}},
+		[IBV_QPS_SQD] = {.valid = 1,
+				 .optional = {[T_UD] = SQDN,
+					      [T_UC] = SQDN,
+					      [T_RC] = SQDN,
+					      [T_XRC_INI] = SQDN,
+					      [T_XRC_TGT] = SQDN}},
+	    },
+	[IBV_QPS_SQD] =
+	    {
+		[IBV_QPS_RESET] = ANY,
+		[IBV_QPS_ERR] = ANY,
+		[IBV_QPS_RTS] = {.valid = 1,
+				 .optional = {[T_UD] = CUR | QKEY,
+					      [T_UC] = CUR | ALT | ACC | MIG,
+					      [T_RC] = CUR | ALT | ACC | MINRNR | MIG,
+					      [T_XRC_INI] = CUR | ALT | ACC | MIG,
+					      [T_XRC_TGT] = CUR | ALT | ACC | MINRNR | MIG}},
+		[IBV_QPS_SQD] =
+		    {.valid = 1,
+		     .optional = {[T_UD] = PKEY | QKEY,
+				  [T_UC] = AV | ALT | ACC | PKEY | MIG,
+				  [T_RC] = PORT | AV | TMO | RETRY | RNR | RDATOM | DRDATOM |
+					   ALT | ACC | PKEY | MINRNR | MIG,
+				  [T_XRC_INI] = PORT | AV | TMO | RETRY | RNR | RDATOM | ALT | ACC |
+						PKEY | MIG,
+				  [T_XRC_TGT] = PORT | AV | TMO | DRDATOM | ALT | ACC | PKEY |
+						MINRNR | MIG}},
+	    },
+	[IBV_QPS_SQE] =
+	    {
+		[IBV_QPS_RESET] = ANY,
+		[IBV_QPS_ERR] = ANY,
+		/* Only UD and UC have SQE: a connected send-queue error is fatal. */
+		[IBV_QPS_RTS] = {.valid = 1, .optional = {[T_UD] = CUR | QKEY, [T_UC] = CUR | ACC}},
+	    },
+	[IBV_QPS_ERR] =
+	    {
+		[IBV_QPS_RESET] = ANY,
+		[IBV_QPS_ERR] = ANY,
+	    },
 };
 
 static int type_column(enum ibv_qp_type type)
@@ -111,6 +153,10 @@ static int type_column(enum ibv_qp_type type)
 		return T_UC;
 	case IBV_QPT_RC:
 		return T_RC;
+	case IBV_QPT_XRC_SEND:
+		return T_XRC_INI;
+	case IBV_QPT_XRC_RECV:
+		return T_XRC_TGT;
 	default:
 		return -1;
 	}
@@ -133,7 +179,7 @@ int uro_qp_transition_check(enum ibv_qp_type type, enum ibv_qp_state cur, enum i
 		return EINVAL;
 	}
 	t = &table[cur][next];
-	if (!t->valid || (type == IBV_QPT_RC && cur == IBV_QPS_SQE)) {
+	if (!t->valid || (cur == IBV_QPS_SQE && type != IBV_QPT_UD && type != IBV_QPT_UC)) {
 		*why = "no such QP state transition";
 		return EINVAL;
 	}

@@ -35,6 +35,20 @@ struct uro_seg_rq {
 	uint32_t limit; /* SRQ limit (IBTA 10.2.9.3); 0 = not armed */
 };
 
+/* An XRC domain, as every process of the host names it (IBTA A14.2): the
+ * inode of the file it was opened with, or for a private domain (no file)
+ * its owner's slot and its number there. All 0: no domain. */
+struct uro_xrcd_id {
+	uint64_t ino;	/* the file's inode, or the private domain's number */
+	uint32_t dev;	/* the file's device; 0 for a private domain */
+	uint32_t owner; /* the private domain's registry slot; 0 for a file's */
+};
+
+static inline int uro_xrcd_id_same(const struct uro_xrcd_id *a, const struct uro_xrcd_id *b)
+{
+	return (a->ino || a->owner) && a->ino == b->ino && a->dev == b->dev && a->owner == b->owner;
+}
+
 struct uro_seg_qp {
 	uint32_t in_use;
 	uint32_t qpn;
@@ -63,7 +77,8 @@ struct uro_seg_qp {
 	uint64_t token;	 /* the owner's struct ibv_qp *, named in its events */
 	uint32_t serial; /* this QP's, never reused in the segment (uro_event_record) */
 	struct uro_seg_rq rq;
-	uint8_t reserved[128]; /* and 4 bytes of padding after serial */
+	struct uro_xrcd_id xrcd; /* an XRC target's domain; all 0 otherwise */
+	uint8_t reserved[112];	 /* and 4 bytes of padding after serial */
 };
 
 struct uro_seg_cq {
@@ -85,8 +100,10 @@ struct uro_seg_srq {
 	uint32_t pd;
 	uint64_t token;
 	uint32_t serial; /* as the QP's */
+	uint32_t cq;	 /* an XRC SRQ's own CQ, where its receives complete */
 	struct uro_seg_rq rq;
-	uint8_t reserved[8]; /* and 4 bytes of padding after serial */
+	struct uro_xrcd_id xrcd; /* an XRC SRQ's domain; all 0 for a basic SRQ */
+	uint8_t reserved[56];
 };
 
 /* A key: a memory region, or a memory window (IBTA 10.6.7) that the owner
@@ -148,7 +165,7 @@ struct uro_seg_header {
 
 _Static_assert(sizeof(struct uro_seg_qp) == 256, "QP entry size");
 _Static_assert(sizeof(struct uro_seg_cq) == 64, "CQ entry size");
-_Static_assert(sizeof(struct uro_seg_srq) == 64, "SRQ entry size");
+_Static_assert(sizeof(struct uro_seg_srq) == 128, "SRQ entry size");
 _Static_assert(sizeof(struct uro_seg_mr) == 128, "MR entry size");
 _Static_assert(sizeof(struct uro_seg_mcast) == 32, "multicast entry size");
 

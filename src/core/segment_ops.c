@@ -112,17 +112,19 @@ static int take_from(struct uro_peer *p, struct uro_seg_rq *rq, struct uro_recv 
 	return rq_view(p, rq, &v) ? -1 : uro_rq_take(rq, &v, out);
 }
 
-int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *out)
+int uro_take_srq_recv(struct uro_peer *p, uint32_t srq_one_based, struct uro_recv *out)
 {
-	struct uro_seg_srq *srq;
+	struct uro_seg_srq *srq = uro_peer_srq(p, srq_one_based);
 
-	if (!qp->srq)
-		return take_from(p, &qp->rq, out);
-	srq = uro_peer_srq(p, qp->srq);
 	if (!srq || take_from(p, &srq->rq, out))
 		return -1;
 	check_srq_limit(p, srq);
 	return 0;
+}
+
+int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *out)
+{
+	return qp->srq ? uro_take_srq_recv(p, qp->srq, out) : take_from(p, &qp->rq, out);
 }
 
 /* A write to the pipe of a process that has just exited must fail with

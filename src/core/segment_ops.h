@@ -32,8 +32,10 @@ enum ibv_wc_status uro_sge_iov(const struct uro_peer *p, uint32_t pd, const stru
 			       uint32_t n, int need_write, struct iovec *iov, int *niov,
 			       uint64_t *total);
 
-/* Takes the next receive of a QP (its own queue or its SRQ). */
+/* Takes the next receive of a QP (its own queue or its SRQ), or of an SRQ
+ * by its 1-based index (an XRC SRQ, named by the request). */
 int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *out);
+int uro_take_srq_recv(struct uro_peer *p, uint32_t srq_one_based, struct uro_recv *out);
 
 /* Adds e to a CQ of p and wakes its channel when armed; a full ring is an
  * overrun, reported as IBV_EVENT_CQ_ERR. */

@@ -337,7 +337,7 @@ void uro_context_set_ops(struct uro_context *ctx)
 	ops->post_srq_recv = uro_post_srq_recv;
 
 	/* verbs_context ops left NULL make the header's inline wrappers fail
-	 * with EOPNOTSUPP/ENOSYS: XRC, WQ/RSS, flows, DM, counters, TD and
+	 * with EOPNOTSUPP/ENOSYS: opening a shared XRC QP, WQ/RSS, flows, DM, counters, TD and
 	 * parent domains, CQ moderation, rate limits. */
 	v->query_port = uro_query_port;
 	v->advise_mr = uro_advise_mr;
@@ -345,6 +345,9 @@ void uro_context_set_ops(struct uro_context *ctx)
 	v->create_cq_ex = uro_create_cq_ex;
 	v->create_qp_ex = uro_create_qp_ex;
 	v->create_srq_ex = uro_create_srq_ex;
+	v->open_xrcd = uro_open_xrcd;
+	v->close_xrcd = uro_close_xrcd;
+	v->get_srq_num = uro_get_srq_num;
 }
 
 /* Default versions beside the IBVERBS_1.0 compat ones (compat_1_0.c). */

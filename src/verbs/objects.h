@@ -50,6 +50,7 @@ struct uro_context {
 	unsigned refs;		       /* itself and its imports (context.c) */
 	struct uro_context *next_open; /* this process's contexts, for import */
 	struct uro_pd *pd_list;	       /* live PDs, for ibv_import_pd(3) */
+	struct uro_xrcd *xrcd_list;    /* open XRC domains (xrcd.c) */
 	struct uro_device *dev;
 	pid_t owner_pid; /* the process that opened it (a forked child's copy is not its) */
 	struct uro_device_model model;
@@ -77,6 +78,17 @@ struct uro_pd {
 	 * unimporting frees only the import. */
 	struct uro_pd *origin;
 	struct uro_pd *next;
+};
+
+/* An XRC domain (ibv_open_xrcd(3)). Opening the same file again, in this
+ * process or another, gives a handle on the same domain: the same id,
+ * which the segment's XRC SRQs and targets carry, so that a request's SRQ
+ * is checked against its target's domain (IBTA A14.4). */
+struct uro_xrcd {
+	struct ibv_xrcd ibx;
+	struct uro_xrcd_id id;
+	unsigned users; /* XRC SRQs and targets on this handle: close is EBUSY */
+	struct uro_xrcd *next;
 };
 
 struct uro_mr {
@@ -116,7 +128,8 @@ struct uro_srq {
 	uint32_t index;
 	struct uro_seg_srq *pub;
 	struct uro_pd *pd;
-	struct uro_cq *cq;
+	struct uro_cq *cq;     /* an XRC SRQ's */
+	struct uro_xrcd *xrcd; /* an XRC SRQ's */
 	unsigned users;
 	uint32_t events;
 	pthread_spinlock_t rq_lock; /* see uro_mt_lock */
@@ -130,9 +143,10 @@ struct uro_qp {
 	struct ibv_qp_attr attr;
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
-	struct uro_pd *pd;
-	struct uro_cq *send_cq, *recv_cq;
+	struct uro_pd *pd;		  /* NULL for an XRC target */
+	struct uro_cq *send_cq, *recv_cq; /* NULL where the QP has no such queue (XRC) */
 	struct uro_srq *srq;
+	struct uro_xrcd *xrcd; /* an XRC target's domain */
 	uint32_t events;
 	uint32_t sq_posted;	    /* send WQEs accepted */
 	uint32_t sq_retired;	    /* ...and known complete: the queue's free space */
@@ -166,6 +180,10 @@ struct uro_ah {
 static inline struct uro_context *to_uctx(struct ibv_context *c)
 {
 	return uro_container_of(c, struct uro_context, vctx.context)->shared;
+}
+static inline struct uro_xrcd *to_uxrcd(struct ibv_xrcd *x)
+{
+	return uro_container_of(x, struct uro_xrcd, ibx);
 }
 static inline struct uro_pd *to_upd(struct ibv_pd *p)
 {
@@ -221,6 +239,11 @@ uint32_t uro_make_key(uint32_t index, uint32_t generation);
 
 /* Gives a QP the ibv_wr_* builder: 0, EOPNOTSUPP or ENOMEM. */
 int uro_qp_ex_init(struct uro_qp *qp, uint64_t send_ops_flags);
+
+/* XRC domains (xrcd.c). */
+struct ibv_xrcd *uro_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *attr);
+int uro_close_xrcd(struct ibv_xrcd *xrcd);
+int uro_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
 /* Whether a QP of this context is attached to a multicast group
  * (multicast.c): ibv_destroy_qp(3) refuses it then, with EBUSY. */

@@ -33,9 +33,11 @@ int uro_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 	struct uro_seg_qp *pub = qp->pub;
 	int err;
 
-	/* A QP on an SRQ has no receive queue of its own; a RESET QP accepts
-	 * no receives (IBTA 10.8.2). */
-	if (qp->srq || uro_qp_state(pub) == IBV_QPS_RESET) {
+	/* A QP on an SRQ has no receive queue of its own, nor has either half
+	 * of XRC (its receives are its SRQs'); a RESET QP accepts no receives
+	 * (IBTA 10.8.2). */
+	if (qp->srq || ibqp->qp_type == IBV_QPT_XRC_SEND || ibqp->qp_type == IBV_QPT_XRC_RECV ||
+	    uro_qp_state(pub) == IBV_QPS_RESET) {
 		*bad = wr;
 		return EINVAL;
 	}

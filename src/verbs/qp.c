@@ -30,9 +30,9 @@ static int type_check(enum ibv_qp_type type)
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		return 0;
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
+		return 0;
 	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		return EOPNOTSUPP;
@@ -41,14 +41,22 @@ static int type_check(enum ibv_qp_type type)
 	}
 }
 
-static int init_check(struct ibv_context *c, struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
+/* An XRC target has only its domain: no PD, no CQs, no queues of its own.
+ * An XRC initiator has a send queue only (IBTA A14). */
+static int init_check(struct ibv_context *c, struct ibv_pd *pd, const struct ibv_qp_init_attr *a,
+		      const struct uro_xrcd *xrcd)
 {
 	int err = type_check(a->qp_type);
 
 	if (err)
 		return err;
-	if (!pd || pd->context != c || !a->send_cq || !a->recv_cq || a->send_cq->context != c ||
-	    a->recv_cq->context != c || (a->srq && a->srq->context != c))
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return xrcd && xrcd->ibx.context == c ? 0 : EINVAL;
+	if (!pd || pd->context != c || !a->send_cq || a->send_cq->context != c)
+		return EINVAL;
+	if (a->qp_type == IBV_QPT_XRC_SEND)
+		return caps_check(&a->cap, 1);
+	if (!a->recv_cq || a->recv_cq->context != c || (a->srq && a->srq->context != c))
 		return EINVAL;
 	return caps_check(&a->cap, a->srq != NULL);
 }
@@ -61,10 +69,13 @@ static void publish_init(struct uro_context *ctx, struct uro_qp *qp)
 	p->qpn = qp->qpx.qp_base.qp_num;
 	p->type = qp->qpx.qp_base.qp_type;
 	p->state = IBV_QPS_RESET;
-	p->pd = qp->pd->ibpd.handle;
+	/* What a QP lacks is named by an index no table has. */
+	p->pd = qp->pd ? qp->pd->ibpd.handle : 0;
 	p->srq = qp->srq ? qp->srq->index + 1 : 0;
-	p->send_cq = qp->send_cq->index;
-	p->recv_cq = qp->recv_cq->index;
+	p->send_cq = qp->send_cq ? qp->send_cq->index : URO_MAX_CQ;
+	p->recv_cq = qp->recv_cq ? qp->recv_cq->index : URO_MAX_CQ;
+	if (qp->xrcd)
+		p->xrcd = qp->xrcd->id;
 	p->token = (uintptr_t)&qp->qpx.qp_base;
 	p->serial = uro_next_serial(ctx);
 }
@@ -91,11 +102,16 @@ static int alloc_rq(struct uro_context *ctx, struct uro_qp *qp)
 
 static void hold(struct uro_qp *qp, int delta)
 {
-	qp->pd->users += (unsigned)delta;
-	qp->send_cq->users += (unsigned)delta;
-	qp->recv_cq->users += (unsigned)delta;
+	if (qp->pd)
+		qp->pd->users += (unsigned)delta;
+	if (qp->send_cq)
+		qp->send_cq->users += (unsigned)delta;
+	if (qp->recv_cq)
+		qp->recv_cq->users += (unsigned)delta;
 	if (qp->srq)
 		qp->srq->users += (unsigned)delta;
+	if (qp->xrcd)
+		qp->xrcd->users += (unsigned)delta;
 }
 
 /* send_ops: the ibv_wr_* operations wanted (create_qp_ex), or 0. */
@@ -106,14 +122,17 @@ static void *free_early(struct uro_qp *qp, int err)
 	return uro_fail_null(err);
 }
 
+/* xrcd: an XRC target's domain, else NULL. */
 static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
-				struct ibv_qp_init_attr *a, uint64_t send_ops)
+				struct ibv_qp_init_attr *in, uint64_t send_ops,
+				struct uro_xrcd *xrcd)
 {
 	struct uro_context *ctx = to_uctx(c);
+	struct ibv_qp_init_attr copy = *in, *a = &copy;
 	struct uro_qp *qp;
 	struct ibv_qp *q;
 	int64_t index;
-	int err = init_check(c, pd, a);
+	int err = init_check(c, pd, a, xrcd);
 
 	if (err)
 		return uro_fail_null(err);
@@ -138,9 +157,20 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 	q = &qp->qpx.qp_base;
 	qp->index = (uint32_t)index;
 	qp->pub = &ctx->self.qp[index];
-	qp->pd = to_upd(pd);
-	qp->send_cq = to_ucq(a->send_cq);
-	qp->recv_cq = to_ucq(a->recv_cq);
+	if (a->qp_type == IBV_QPT_XRC_SEND || a->qp_type == IBV_QPT_XRC_RECV) {
+		a->recv_cq = NULL;
+		a->srq = NULL;
+		qp->cap.max_recv_wr = qp->cap.max_recv_sge = 0;
+	}
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		pd = NULL;
+		a->send_cq = NULL;
+		memset(&qp->cap, 0, sizeof(qp->cap));
+		qp->xrcd = xrcd;
+	}
+	qp->pd = pd ? to_upd(pd) : NULL;
+	qp->send_cq = a->send_cq ? to_ucq(a->send_cq) : NULL;
+	qp->recv_cq = a->recv_cq ? to_ucq(a->recv_cq) : NULL;
 	qp->srq = a->srq ? to_usrq(a->srq) : NULL;
 	qp->sq_sig_all = a->sq_sig_all;
 	if (qp->srq)
@@ -171,7 +201,7 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 	ctx->qps[qp->index] = qp;
 	hold(qp, 1);
 	uro_unlock(ctx);
-	a->cap = qp->cap;
+	in->cap = qp->cap;
 	return q;
 }
 
@@ -179,7 +209,7 @@ URO_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 {
 	if (!pd)
 		return uro_fail_null(EINVAL);
-	return qp_create(pd->context, pd, attr, 0);
+	return qp_create(pd->context, pd, attr, 0, NULL);
 }
 
 struct ibv_qp *uro_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *ax)
@@ -187,13 +217,15 @@ struct ibv_qp *uro_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	struct ibv_qp_init_attr a;
 	struct ibv_qp *qp;
 
-	if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD))
-		return uro_fail_null(EINVAL);
-	const uint32_t known =
-	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	int xrc_target = ax->qp_type == IBV_QPT_XRC_RECV;
 
+	/* An XRC target names its domain instead of a PD. */
+	if (!(ax->comp_mask & (xrc_target ? IBV_QP_INIT_ATTR_XRCD : IBV_QP_INIT_ATTR_PD)))
+		return uro_fail_null(EINVAL);
 	if (ax->comp_mask & ~known)
-		return uro_fail_null(EOPNOTSUPP); /* XRC, RSS, TSO */
+		return uro_fail_null(EOPNOTSUPP); /* RSS, TSO */
 	if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags)
 		return uro_fail_null(EOPNOTSUPP);
 	memset(&a, 0, sizeof(a));
@@ -204,8 +236,9 @@ struct ibv_qp *uro_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_e
 	a.cap = ax->cap;
 	a.qp_type = ax->qp_type;
 	a.sq_sig_all = ax->sq_sig_all;
-	qp = qp_create(c, ax->pd, &a,
-		       (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? ax->send_ops_flags : 0);
+	qp = qp_create(c, xrc_target ? NULL : ax->pd, &a,
+		       (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? ax->send_ops_flags : 0,
+		       xrc_target && ax->xrcd ? to_uxrcd(ax->xrcd) : NULL);
 	if (qp)
 		ax->cap = a.cap;
 	return qp;
@@ -330,8 +363,9 @@ static void reset_queues(struct uro_qp *qp)
 {
 	uint32_t qpn = qp->qpx.qp_base.qp_num;
 
-	uro_cq_discard_qp(qp->send_cq, qpn);
-	if (qp->recv_cq != qp->send_cq)
+	if (qp->send_cq)
+		uro_cq_discard_qp(qp->send_cq, qpn);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
 		uro_cq_discard_qp(qp->recv_cq, qpn);
 	uro_qp_drop_pending(qp);
 	qp->pub->rq.head = qp->pub->rq.tail = 0;

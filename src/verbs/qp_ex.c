@@ -137,6 +137,14 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr,
 	p->wr.send_flags |= IBV_SEND_INLINE;
 }
 
+static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	struct uro_pending *p = current(qpx);
+
+	if (p)
+		p->wr.qp_type.xrc.remote_srqn = remote_srqn;
+}
+
 static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
 	struct ibv_send_wr *wr = next_wr(qpx, IBV_WR_SEND_WITH_INV);
@@ -273,6 +281,7 @@ int uro_qp_ex_init(struct uro_qp *qp, uint64_t send_ops_flags)
 	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
 	x->wr_atomic_write = wr_atomic_write;
+	x->wr_set_xrc_srqn = wr_set_xrc_srqn;
 	x->wr_send_inv = wr_send_inv;
 	x->wr_local_inv = wr_local_inv;
 	x->wr_bind_mw = wr_bind_mw;

@@ -146,9 +146,18 @@ static int move_status(struct uro_peer *p, int err, enum ibv_wc_status fault_sta
 	return (int)fault_status;
 }
 
+/* Where a request lands: the QP, and the receive side it uses. For RC and
+ * UC that is the QP's own (its RQ or SRQ, its PD, its CQ, its process's
+ * memory); for XRC it is the SRQ the request names, in whichever process
+ * of the domain owns it: its PD checks keys, its CQ completes the receives,
+ * its process's memory is read and written (IBTA A14.4). */
 struct target {
-	struct uro_peer *peer;
+	struct uro_peer *qp_peer; /* the QP's process */
 	struct uro_seg_qp *qp;
+	struct uro_peer *peer; /* the receive side's process */
+	uint32_t srq;	       /* 1-based, 0 = the QP's own queue */
+	uint32_t key_pd;       /* the PD remote keys and windows must be on */
+	uint32_t recv_cq;      /* where receives complete */
 };
 
 /* The QP this one is connected to, if it is there and accepting packets
@@ -159,11 +168,61 @@ struct target {
 static int target_ready(const struct uro_qp *qp, const struct target *t, uint32_t dest)
 {
 	uint32_t state = uro_qp_state(t->qp);
+	uint32_t type = qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND ? IBV_QPT_XRC_RECV
+								    : qp->qpx.qp_base.qp_type;
 
 	return __atomic_load_n(&t->qp->in_use, __ATOMIC_ACQUIRE) && t->qp->qpn == dest &&
-	       t->qp->type == (uint32_t)qp->qpx.qp_base.qp_type &&
-	       t->qp->dest_qpn == qp->qpx.qp_base.qp_num &&
+	       t->qp->type == type && t->qp->dest_qpn == qp->qpx.qp_base.qp_num &&
 	       (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD);
+}
+
+/* An XRC request's SRQ, named like a QP (slot and index): an XRC SRQ of
+ * the target's domain, in any process of the host. Any other is an invalid
+ * request (IBTA A14.4.3), which moves the target to ERR as other invalid
+ * requests do. */
+static const struct uro_seg_srq *xrc_srq(const struct target *t, uint32_t index)
+{
+	const struct uro_seg_srq *srq = t->peer ? uro_peer_srq(t->peer, index + 1) : NULL;
+
+	return srq && __atomic_load_n(&srq->in_use, __ATOMIC_ACQUIRE) &&
+		       uro_xrcd_id_same(&srq->xrcd, &t->qp->xrcd)
+		   ? srq
+		   : NULL;
+}
+
+static int xrc_receive_side(struct uro_context *ctx, const struct ibv_send_wr *wr, struct target *t)
+{
+	uint32_t srqn = wr->qp_type.xrc.remote_srqn;
+	uint32_t index = srqn & (URO_MAX_QP - 1);
+	const struct uro_seg_srq *srq;
+	int err;
+
+	t->peer = uro_peer_of(ctx, srqn, &err);
+	srq = xrc_srq(t, index);
+	if (!srq) { /* the cached process may be a previous owner of the slot */
+		t->peer = uro_peer_refresh(ctx, srqn, &err);
+		srq = xrc_srq(t, index);
+	}
+	if (!srq) {
+		uro_qp_error(t->qp_peer, t->qp);
+		return IBV_WC_REM_INV_REQ_ERR;
+	}
+	t->srq = index + 1;
+	t->key_pd = srq->pd;
+	t->recv_cq = srq->cq;
+	return 0;
+}
+
+static int receive_side(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+			struct target *t)
+{
+	t->peer = t->qp_peer;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		return xrc_receive_side(ctx, wr, t);
+	t->srq = t->qp->srq;
+	t->key_pd = t->qp->pd;
+	t->recv_cq = t->qp->recv_cq;
+	return 0;
 }
 
 static int connected_target(struct uro_context *ctx, struct uro_qp *qp, struct target *t)
@@ -171,28 +230,33 @@ static int connected_target(struct uro_context *ctx, struct uro_qp *qp, struct t
 	uint32_t dest = qp->attr.dest_qp_num;
 	int err;
 
-	t->peer = uro_peer_of(ctx, dest, &err);
-	if (!t->peer)
+	t->qp_peer = uro_peer_of(ctx, dest, &err);
+	if (!t->qp_peer)
 		return RESULT_NO_ACK;
-	t->qp = &t->peer->qp[dest & (URO_MAX_QP - 1)];
+	t->qp = &t->qp_peer->qp[dest & (URO_MAX_QP - 1)];
 	if (target_ready(qp, t, dest))
 		return 0;
 	/* The cached process may be a previous owner of the slot: a new one
 	 * is looked up (in the registry: this path runs only when the QP is
 	 * not found, never per request). */
-	t->peer = uro_peer_refresh(ctx, dest, &err);
-	if (!t->peer)
+	t->qp_peer = uro_peer_refresh(ctx, dest, &err);
+	if (!t->qp_peer)
 		return RESULT_NO_ACK;
-	t->qp = &t->peer->qp[dest & (URO_MAX_QP - 1)];
+	t->qp = &t->qp_peer->qp[dest & (URO_MAX_QP - 1)];
 	return target_ready(qp, t, dest) ? 0 : RESULT_NO_ACK;
 }
 
 static uint32_t recv_pd(const struct target *t)
 {
-	const struct uro_seg_srq *srq = uro_peer_srq(t->peer, t->qp->srq);
+	const struct uro_seg_srq *srq = uro_peer_srq(t->peer, t->srq);
 
 	/* An SRQ that is not there has no PD, and no region matches 0. */
-	return t->qp->srq ? (srq ? srq->pd : 0) : t->qp->pd;
+	return t->srq ? (srq ? srq->pd : 0) : t->qp->pd;
+}
+
+static int take_recv(struct target *t, struct uro_recv *r)
+{
+	return t->srq ? uro_take_srq_recv(t->peer, t->srq, r) : uro_take_recv(t->peer, t->qp, r);
 }
 
 static void target_cqe(struct uro_cqe *e, const struct target *t, uint32_t src_qpn,
@@ -214,8 +278,8 @@ static enum ibv_wc_status responder_error(struct target *t, struct uro_cqe *e,
 					  enum ibv_wc_status local, enum ibv_wc_status rstatus)
 {
 	e->status = local;
-	uro_deliver(t->peer, t->qp->recv_cq, e, 1);
-	uro_qp_error(t->peer, t->qp);
+	uro_deliver(t->peer, t->recv_cq, e, 1);
+	uro_qp_error(t->qp_peer, t->qp);
 	return rstatus;
 }
 
@@ -271,13 +335,13 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 	struct uro_cqe e;
 	int st;
 
-	if (uro_take_recv(t->peer, t->qp, &r))
+	if (take_recv(t, &r))
 		return RESULT_RNR;
 	target_cqe(&e, t, qp->qpx.qp_base.qp_num, wr, op);
 	e.wr_id = r.wr_id;
 	if (op->inv) {
 		/* The responder invalidates the window first (IBTA 10.6.7.2.3). */
-		if (uro_mw_invalidate(t->peer, t->qp->pd, t->qp->qpn, wr->invalidate_rkey))
+		if (uro_mw_invalidate(t->peer, t->key_pd, t->qp->qpn, wr->invalidate_rkey))
 			return responder_error(t, &e, IBV_WC_LOC_PROT_ERR, IBV_WC_REM_OP_ERR);
 		e.wc_flags |= IBV_WC_WITH_INV;
 		e.imm_data = wr->invalidate_rkey; /* the union's invalidated_rkey */
@@ -293,7 +357,7 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	e.byte_len = (uint32_t)len;
-	uro_deliver(t->peer, t->qp->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
+	uro_deliver(t->peer, t->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
 	return IBV_WC_SUCCESS;
 }
 
@@ -312,9 +376,9 @@ static int remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t l
 	if (len && uro_hold(t->peer, rkey, h))
 		return RESULT_NO_ACK;
 	if (!(t->qp->access & access) ||
-	    (len && uro_rkey_check(t->peer, t->qp->pd, t->qp->qpn, rkey, va, len, access, &addr))) {
+	    (len && uro_rkey_check(t->peer, t->key_pd, t->qp->qpn, rkey, va, len, access, &addr))) {
 		uro_release(h);
-		uro_qp_error(t->peer, t->qp);
+		uro_qp_error(t->qp_peer, t->qp);
 		return IBV_WC_REM_ACCESS_ERR;
 	}
 	riov->iov_base = (void *)(uintptr_t)addr;
@@ -333,7 +397,7 @@ static int remote_move(struct target *t, int to_peer, const struct iovec *liov, 
 
 	uro_release(h);
 	if (st == IBV_WC_REM_ACCESS_ERR)
-		uro_qp_error(t->peer, t->qp);
+		uro_qp_error(t->qp_peer, t->qp);
 	return st;
 }
 
@@ -350,7 +414,7 @@ static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const str
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	/* With immediate data the message consumes a receive (IBTA 9.4.3). */
-	if (op->imm && uro_take_recv(t->peer, t->qp, &r)) {
+	if (op->imm && take_recv(t, &r)) {
 		uro_release(&h);
 		return RESULT_RNR;
 	}
@@ -361,8 +425,7 @@ static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const str
 		target_cqe(&e, t, qp->qpx.qp_base.qp_num, wr, op);
 		e.wr_id = r.wr_id;
 		e.byte_len = (uint32_t)len;
-		uro_deliver(t->peer, t->qp->recv_cq, &e,
-			    (wr->send_flags & IBV_SEND_SOLICITED) != 0);
+		uro_deliver(t->peer, t->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
 	}
 	return IBV_WC_SUCCESS;
 }
@@ -419,7 +482,7 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 	if (len != 8 || nl != 1)
 		return IBV_WC_LOC_LEN_ERR;
 	if (wr->wr.atomic.remote_addr & 7) {
-		uro_qp_error(t->peer, t->qp);
+		uro_qp_error(t->qp_peer, t->qp);
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
 	err = remote_range(t, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
@@ -461,7 +524,7 @@ static int atomic_write(const struct ibv_send_wr *wr, struct target *t, const st
 	if (len != 8)
 		return IBV_WC_LOC_LEN_ERR;
 	if (wr->wr.rdma.remote_addr & 7) {
-		uro_qp_error(t->peer, t->qp);
+		uro_qp_error(t->qp_peer, t->qp);
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
 	err = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, 8, IBV_ACCESS_REMOTE_WRITE,
@@ -483,7 +546,9 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 			     const struct ibv_send_wr *wr, uint32_t *byte_len)
 {
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
-	int rc_qp = qp->qpx.qp_base.qp_type == IBV_QPT_RC;
+	/* XRC is reliable as RC is (IBTA A14). */
+	int rc_qp =
+	    qp->qpx.qp_base.qp_type == IBV_QPT_RC || qp->qpx.qp_base.qp_type == IBV_QPT_XRC_SEND;
 	int writes_local = op->kind == URO_OP_READ || op->kind == URO_OP_ATOMIC;
 	struct iovec liov[URO_MAX_SGE];
 	struct target t;
@@ -497,6 +562,8 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 		return st;
 	*byte_len = (uint32_t)len;
 	st = connected_target(ctx, qp, &t);
+	if (!st)
+		st = receive_side(ctx, qp, wr, &t);
 	if (st)
 		return rc_qp ? st : IBV_WC_SUCCESS;
 	switch (op->kind) {

@@ -12,7 +12,9 @@ static size_t ring_bytes(const struct uro_seg_rq *rq)
 	return (size_t)rq->size * rq->stride;
 }
 
-static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct ibv_srq_attr *a)
+/* xrcd and cq: an XRC SRQ's domain and CQ, NULL for a basic SRQ. */
+static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct ibv_srq_attr *a,
+				  struct uro_xrcd *xrcd, struct uro_cq *cq)
 {
 	struct uro_context *ctx;
 	struct uro_srq *srq;
@@ -38,6 +40,9 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 	srq->pub->pd = pd->handle;
 	srq->pub->token = (uintptr_t)&srq->ibsrq;
 	srq->pub->serial = uro_next_serial(ctx);
+	if (xrcd)
+		srq->pub->xrcd = xrcd->id;
+	srq->pub->cq = cq ? cq->index : URO_MAX_CQ;
 	srq->pub->rq.size = a->max_wr;
 	srq->pub->rq.max_sge = a->max_sge;
 	srq->pub->rq.stride = uro_rq_stride(a->max_sge);
@@ -50,6 +55,12 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 	}
 	__atomic_store_n(&srq->pub->in_use, 1, __ATOMIC_RELEASE);
 	srq->pd->users++;
+	srq->xrcd = xrcd;
+	srq->cq = cq;
+	if (xrcd) {
+		xrcd->users++;
+		cq->users++;
+	}
 	uro_unlock(ctx);
 	/* srq_limit is not an input of creation (ibv_create_srq(3)): the SRQ
 	 * starts unarmed. */
@@ -66,20 +77,40 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 
 URO_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	return srq_create(pd, attr->srq_context, &attr->attr);
+	return srq_create(pd, attr->srq_context, &attr->attr, NULL, NULL);
 }
 
+/* An XRC SRQ (ibv_create_srq_ex(3)) names its domain and its CQ: its
+ * receives complete there, whichever XRC target QP they came through. */
 struct ibv_srq *uro_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *ax)
 {
-	const uint32_t basic = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	enum ibv_srq_type type =
+	    (ax->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? ax->srq_type : IBV_SRQT_BASIC;
 
 	if (!(ax->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !ax->pd || ax->pd->context != c)
 		return uro_fail_null(EINVAL);
-	/* XRC and tag-matching SRQs are not implemented. */
-	if ((ax->comp_mask & ~basic) ||
-	    ((ax->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && ax->srq_type != IBV_SRQT_BASIC))
+	/* Tag-matching SRQs are not implemented. */
+	if ((ax->comp_mask & ~known) || type == IBV_SRQT_TM)
 		return uro_fail_null(EOPNOTSUPP);
-	return srq_create(ax->pd, ax->srq_context, &ax->attr);
+	if (type == IBV_SRQT_BASIC)
+		return srq_create(ax->pd, ax->srq_context, &ax->attr, NULL, NULL);
+	if (type != IBV_SRQT_XRC || !(ax->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
+	    !(ax->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !ax->xrcd || !ax->cq ||
+	    ax->xrcd->context != c || ax->cq->context != c)
+		return uro_fail_null(EINVAL);
+	return srq_create(ax->pd, ax->srq_context, &ax->attr, to_uxrcd(ax->xrcd), to_ucq(ax->cq));
+}
+
+/* An SRQ's number names its process and index as a QPN does, so that an
+ * XRC request finds it from any process of the host. */
+int uro_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct uro_context *ctx = to_uctx(ibsrq->context);
+
+	*srq_num = (ctx->slot.slot << URO_QPN_INDEX_BITS) | to_usrq(ibsrq)->index;
+	return 0;
 }
 
 URO_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
@@ -126,6 +157,10 @@ URO_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	__atomic_store_n(&srq->pub->in_use, 0, __ATOMIC_RELEASE);
 	uro_arena_free(&ctx->seg, srq->pub->rq.ring, ring_bytes(&srq->pub->rq));
 	srq->pd->users--;
+	if (srq->xrcd) {
+		srq->xrcd->users--;
+		srq->cq->users--;
+	}
 	uro_index_give(&ctx->seg.srq_ids, srq->index);
 	uro_unlock(ctx);
 	pthread_cond_destroy(&ibsrq->cond);

@@ -26,6 +26,27 @@ for ev in "" "-e"; do
 		pair "ud $ev -s $s" ibv_ud_pingpong -g 0 -c $ev -s $s -n 500
 	done
 done
+# XRC: the server's XRC SRQ hears each client through its own target QP;
+# with two clients, each of the server's initiators sends, in turn, to both
+# clients' SRQs (their domains are one: the same file, two processes).
+for ev in "" "-e"; do
+	port=$((port + 1))
+	run_pair "xsrq $ev" $port "ibv_xsrq_pingpong -g 0 $ev -n 50 -p $port" \
+		"ibv_xsrq_pingpong -g 0 $ev -n 50 -p $port 127.0.0.1" &&
+		expect_match "$(cat "$PAIR_DIR/cli")" '^success$' "xsrq $ev reports success"
+done
+port=$((port + 1))
+timeout $T "$UROCE" run ibv_xsrq_pingpong -g 0 -c 2 -n 20 -p $port >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen $port || bad "xsrq -c 2: the server never listened"
+timeout $T "$UROCE" run ibv_xsrq_pingpong -g 0 -n 20 -p $port 127.0.0.1 >"$PAIR_DIR/c1" 2>&1 &
+c1=$!
+timeout $T "$UROCE" run ibv_xsrq_pingpong -g 0 -n 20 -p $port 127.0.0.1 >"$PAIR_DIR/c2" 2>&1
+expect_status 0 $? "xsrq -c 2: second client"
+wait $c1
+expect_status 0 $? "xsrq -c 2: first client"
+wait $srv
+expect_status 0 $? "xsrq -c 2: server"
 pair "rc -N (ibv_wr_* API)" ibv_rc_pingpong -g 0 -c -N -n 500
 pair "rc -N -e -s 65536" ibv_rc_pingpong -g 0 -c -N -e -s 65536 -n 50
 

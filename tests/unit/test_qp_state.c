@@ -94,7 +94,34 @@ static void test_transitions(void)
 	CHECK_EQ(check(IBV_QPT_UC, IBV_QPS_SQE, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS),
 		 0);
 	CHECK_EQ(check(IBV_QPT_RC, IBV_QPS_SQE, IBV_QPS_RTS, IBV_QP_STATE), EINVAL);
-	CHECK_EQ(check(IBV_QPT_XRC_SEND, IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_STATE), EINVAL);
+}
+
+/* XRC's halves (IBTA A14): the initiator takes RC's send-side attributes
+ * only, the target RC's receive side and a timeout and SQ PSN only. */
+static void test_xrc(void)
+{
+	const int init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	const int rtr =
+	    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	const int rd = IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	const int ini_rts = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+
+	for (enum ibv_qp_type t = IBV_QPT_XRC_SEND; t <= IBV_QPT_XRC_RECV; t++) {
+		CHECK_EQ(check(t, IBV_QPS_RESET, IBV_QPS_INIT, init), 0);
+		CHECK_EQ(check(t, IBV_QPS_RESET, IBV_QPS_INIT, init | IBV_QP_QKEY), EINVAL);
+		CHECK_EQ(check(t, IBV_QPS_RTS, IBV_QPS_ERR, IBV_QP_STATE), 0);
+		CHECK_EQ(check(t, IBV_QPS_SQE, IBV_QPS_RTS, IBV_QP_STATE), EINVAL);
+	}
+	CHECK_EQ(check(IBV_QPT_XRC_SEND, IBV_QPS_INIT, IBV_QPS_RTR, rtr), 0);
+	CHECK_EQ(check(IBV_QPT_XRC_SEND, IBV_QPS_INIT, IBV_QPS_RTR, rtr | rd), EINVAL);
+	CHECK_EQ(check(IBV_QPT_XRC_RECV, IBV_QPS_INIT, IBV_QPS_RTR, rtr), EINVAL);
+	CHECK_EQ(check(IBV_QPT_XRC_RECV, IBV_QPS_INIT, IBV_QPS_RTR, rtr | rd), 0);
+	CHECK_EQ(check(IBV_QPT_XRC_SEND, IBV_QPS_RTR, IBV_QPS_RTS, ini_rts), 0);
+	CHECK_EQ(check(IBV_QPT_XRC_RECV, IBV_QPS_RTR, IBV_QPS_RTS, ini_rts), EINVAL);
+	CHECK_EQ(check(IBV_QPT_XRC_RECV, IBV_QPS_RTR, IBV_QPS_RTS,
+		       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT),
+		 0);
 }
 
 static void test_next_state(void)
@@ -111,6 +138,7 @@ int main(void)
 	test_connection_path();
 	test_forbidden_attributes();
 	test_transitions();
+	test_xrc();
 	test_next_state();
 	return check_report();
 }

@@ -65,6 +65,13 @@ static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr
 {
 	struct ibv_qp_attr a;
 	int ud = qp->qp_type == IBV_QPT_UD;
+	/* XRC's halves take the attributes of the side they have (IBTA A14). */
+	int xrc_ini = qp->qp_type == IBV_QPT_XRC_SEND, xrc_tgt = qp->qp_type == IBV_QPT_XRC_RECV;
+	int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+		  (xrc_ini ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	int rts = xrc_tgt ? IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN
+			  : IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RESET;
@@ -91,11 +98,7 @@ static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr
 		a.ah_attr.grh.hop_limit = 1;
 		ibv_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid);
 	}
-	if (ibv_modify_qp(qp, &a,
-			  ud ? IBV_QP_STATE
-			     : IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				   IBV_QP_MIN_RNR_TIMER))
+	if (ibv_modify_qp(qp, &a, ud ? IBV_QP_STATE : rtr))
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -103,10 +106,7 @@ static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr
 	a.retry_cnt = 7;
 	a.rnr_retry = rnr_retry;
 	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a,
-			     ud ? IBV_QP_STATE | IBV_QP_SQ_PSN
-				: IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ibv_modify_qp(qp, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : rts);
 }
 
 /* Polls until one completion arrives or about a second passes. */

@@ -421,6 +421,119 @@ static void test_atomic_write(void)
 	reconnect(7, 1);
 }
 
+/* XRC (IBTA A14; ibv_open_xrcd(3), ibv_create_srq_ex(3), ibv_create_qp_ex(3)):
+ * A's initiator sends through B's target to the XRC SRQ the request names;
+ * the receive completes on the SRQ's CQ, the target QP named in it. A
+ * second handle on the same file is the same domain; an SRQ of another
+ * domain is an invalid request. */
+static struct ibv_srq *xrc_srq(struct ibv_xrcd *x)
+{
+	struct ibv_srq_init_attr_ex sa = {.attr = {.max_wr = 8, .max_sge = 1},
+					  .comp_mask =
+					      IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+					      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+					  .srq_type = IBV_SRQT_XRC,
+					  .pd = B.pd,
+					  .xrcd = x,
+					  .cq = B.cq};
+
+	return ibv_create_srq_ex(B.ctx, &sa);
+}
+
+static int xrc_send(struct ibv_qp *ini, uint32_t srqn, enum ibv_wr_opcode op, uint64_t raddr)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)A.buf, .length = 32, .lkey = A.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 7,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr.qp_type.xrc.remote_srqn = srqn;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = B.mr->rkey;
+	if (ibv_post_send(ini, &wr, &bad) || poll_one(A.cq, &wc) != 1)
+		return -1;
+	return (int)wc.status;
+}
+
+static void test_xrc(void)
+{
+	char path[] = "/tmp/uroce-xrcd-XXXXXX";
+	int fd = mkstemp(path);
+	struct ibv_xrcd_init_attr xa = {.comp_mask =
+					    IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+					.fd = fd,
+					.oflags = O_CREAT};
+	struct ibv_xrcd *x1 = ibv_open_xrcd(B.ctx, &xa), *x2 = ibv_open_xrcd(B.ctx, &xa), *other;
+	struct ibv_qp_init_attr_ex ta = {
+	    .qp_type = IBV_QPT_XRC_RECV, .comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = x2};
+	struct ibv_qp_init_attr_ex ia = {.qp_type = IBV_QPT_XRC_SEND,
+					 .comp_mask = IBV_QP_INIT_ATTR_PD,
+					 .pd = A.pd,
+					 .send_cq = A.cq,
+					 .cap = CAP};
+	struct ibv_srq *srq = x1 ? xrc_srq(x1) : NULL, *stranger;
+	struct ibv_qp *tgt = x2 ? ibv_create_qp_ex(B.ctx, &ta) : NULL;
+	struct ibv_qp *ini = ibv_create_qp_ex(A.ctx, &ia);
+	struct ibv_sge rs = {.addr = (uintptr_t)B.buf, .length = 64, .lkey = B.mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = 70, .sg_list = &rs, .num_sge = 1}, *rbad;
+	uint32_t srqn, stranger_n;
+	struct ibv_device_attr da;
+	struct ibv_wc wc;
+
+	CHECK(fd >= 0 && x1 && x2 && srq && tgt && ini);
+	CHECK_EQ(ibv_query_device(A.ctx, &da), 0);
+	CHECK(da.device_cap_flags & IBV_DEVICE_XRC);
+	/* O_EXCL refuses a domain the file already has. */
+	xa.oflags = O_CREAT | O_EXCL;
+	errno = 0;
+	CHECK(ibv_open_xrcd(B.ctx, &xa) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(ibv_get_srq_num(srq, &srqn), 0);
+	CHECK_EQ(qp_connect(tgt, ini->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(ini, tgt->qp_num, 7, 1), 0);
+	CHECK_EQ(ibv_post_recv(tgt, &rw, &rbad), EINVAL); /* its receives are its SRQs' */
+	CHECK_EQ(ibv_post_srq_recv(srq, &rw, &rbad), 0);
+	drain(B.cq);
+	memset(A.buf, 0x7e, 32);
+	CHECK_EQ(xrc_send(ini, srqn, IBV_WR_SEND, 0), IBV_WC_SUCCESS);
+	CHECK_EQ(poll_one(B.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 70);
+	CHECK_EQ(wc.byte_len, 32);
+	CHECK_EQ(wc.qp_num, tgt->qp_num);
+	CHECK_EQ(B.buf[31], 0x7e);
+	/* RDMA through the target: keys are checked against the SRQ's PD. */
+	CHECK_EQ(xrc_send(ini, srqn, IBV_WR_RDMA_WRITE, (uintptr_t)B.buf + 512), IBV_WC_SUCCESS);
+	CHECK_EQ(B.buf[512 + 31], 0x7e);
+	CHECK_EQ(ibv_close_xrcd(x1), EBUSY);
+
+	/* An SRQ of another domain: an invalid request, and both sides in ERR. */
+	xa.fd = -1;
+	xa.oflags = O_CREAT;
+	other = ibv_open_xrcd(B.ctx, &xa);
+	stranger = other ? xrc_srq(other) : NULL;
+	CHECK(stranger != NULL);
+	CHECK_EQ(ibv_get_srq_num(stranger, &stranger_n), 0);
+	CHECK_EQ(xrc_send(ini, stranger_n, IBV_WR_SEND, 0), IBV_WC_REM_INV_REQ_ERR);
+	CHECK_EQ(state_of(tgt), IBV_QPS_ERR);
+
+	CHECK_EQ(ibv_destroy_qp(ini), 0);
+	CHECK_EQ(ibv_destroy_qp(tgt), 0);
+	CHECK_EQ(ibv_destroy_srq(stranger), 0);
+	CHECK_EQ(ibv_destroy_srq(srq), 0);
+	CHECK_EQ(ibv_close_xrcd(other), 0);
+	CHECK_EQ(ibv_close_xrcd(x2), 0);
+	CHECK_EQ(ibv_close_xrcd(x1), 0);
+	close(fd);
+	unlink(path);
+	drain(A.cq);
+	drain(B.cq);
+}
+
 static void expect_remote_access_error(uint64_t raddr, uint32_t rkey, uint32_t len)
 {
 	struct ibv_wc wc;
@@ -1367,6 +1480,7 @@ int main(void)
 	test_send_recv();
 	test_rdma_and_atomics();
 	test_atomic_write();
+	test_xrc();
 	test_inline_and_sge_lists();
 	test_staged_sends();
 	test_remote_access_errors();
