@@ -223,10 +223,13 @@ URO_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 		return uro_cm_err(EINVAL);
 	if (!attr->srq)
 		attr->srq = id->srq;
-	/* The type asked for, else the port space's; XRC is refused by the
-	 * device (EOPNOTSUPP), not turned into something else. */
+	/* The type asked for, else the port space's. XRC is not carried by the
+	 * CM yet (its REQ would name the target's SRQ and domain): refused
+	 * with EOPNOTSUPP, not turned into something else. */
 	if (!attr->qp_type)
 		attr->qp_type = id->qp_type;
+	if (attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV)
+		return uro_cm_err(EOPNOTSUPP);
 	id->qp_type = attr->qp_type;
 	if (make_cqs(id, attr)) {
 		free_cqs(id);

@@ -54,9 +54,8 @@ expect_match "$(cat "$PAIR_DIR/r1" "$PAIR_DIR/r2")" 'joined dgid: ::ffff:230.1.2
 [ "$(grep -c '^data transfers complete' "$PAIR_DIR/r1" "$PAIR_DIR/r2" | awk -F: '{s += $2} END {print s}')" = 2 ] && ok ||
 	bad "mckey: a receiver did not get its 20 datagrams"
 
-# XRC is not implemented: the documented EOPNOTSUPP, at once.
-# Below the ephemeral range (32768 and up), where a port may be some
-# connection's; each test has its own range (bench/run uses 18600 and up).
+# XRC through the CM is not implemented (the verbs have it): the
+# documented EOPNOTSUPP, at once.
 port=$((port + 1))
 out=$(timeout 10 "$UROCE" run rdma_xclient -s 127.0.0.1 -p $port -c x 2>&1); st=$?
 [ $st -ne 0 ] && ok || bad "rdma_xclient -c x succeeded"
