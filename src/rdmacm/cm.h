@@ -121,6 +121,7 @@ void uro_cm_id_free(struct uro_cm_id *id);
 /* device.c: one verbs context per uroce device, shared by every id. */
 struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr);
 struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx);
+struct ibv_xrcd *uro_cm_default_xrcd(struct ibv_context *ctx);
 /* The id's device, and its PD the device's default one, as librdmacm sets
  * them once an id has an address (rdma-core's CM tests read id->pd). */
 void uro_cm_set_device(struct rdma_cm_id *id, struct ibv_context *verbs);

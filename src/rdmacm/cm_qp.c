@@ -56,8 +56,10 @@ static int rtr_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 	a->ah_attr.grh.dgid = cm->peer.gid;
 	a->ah_attr.grh.sgid_index = (uint8_t)uro_cm_gid_index(id, &cm->path.sgid);
 	a->ah_attr.grh.hop_limit = 64;
-	*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-		 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	/* An XRC initiator has no responder side (IBTA A14). */
+	if (id->qp_type != IBV_QPT_XRC_SEND)
+		*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	return 0;
 }
 
@@ -68,10 +70,14 @@ static void rts_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 	if (cm->id.qp_type == IBV_QPT_UD)
 		return;
 	a->timeout = cm->ack_timeout >= 0 ? (uint8_t)cm->ack_timeout : 14;
+	*mask |= IBV_QP_TIMEOUT;
+	/* An XRC target has no requester side (IBTA A14). */
+	if (cm->id.qp_type == IBV_QPT_XRC_RECV)
+		return;
 	a->retry_cnt = cm->peer.retry_count ? cm->peer.retry_count : 7;
 	a->rnr_retry = cm->param.rnr_retry_count;
 	a->max_rd_atomic = cm->param.initiator_depth ? cm->param.initiator_depth : 1;
-	*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	*mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 }
 
 /* The attributes for a->qp_state (rdma_init_qp_attr(3)). */
@@ -223,14 +229,16 @@ URO_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 		return uro_cm_err(EINVAL);
 	if (!attr->srq)
 		attr->srq = id->srq;
-	/* The type asked for, else the port space's. XRC is not carried by the
-	 * CM yet (its REQ would name the target's SRQ and domain): refused
-	 * with EOPNOTSUPP, not turned into something else. */
+	/* The type asked for, else the port space's. An XRC target belongs to
+	 * the device's XRC domain, as librdmacm's do; its CQs serve the XRC
+	 * SRQ the caller makes next (rdma_create_srq). */
 	if (!attr->qp_type)
 		attr->qp_type = id->qp_type;
-	if (attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV)
-		return uro_cm_err(EOPNOTSUPP);
 	id->qp_type = attr->qp_type;
+	if (attr->qp_type == IBV_QPT_XRC_RECV && !(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD)) {
+		attr->xrcd = uro_cm_default_xrcd(id->verbs);
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
 	if (make_cqs(id, attr)) {
 		free_cqs(id);
 		return uro_cm_err(ENOMEM);
@@ -299,6 +307,20 @@ URO_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_att
 		attr->pd = id->pd ? id->pd : uro_cm_default_pd(id->verbs);
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
 	}
+	/* An XRC SRQ gets the device's domain and the id's receive CQ, where
+	 * rdma_get_recv_comp looks, unless the caller names its own. */
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC) {
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd)
+			attr->xrcd = uro_cm_default_xrcd(id->verbs);
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+			if (!id->recv_cq) {
+				to_cm(id)->own_cqs |= 2;
+				id->recv_cq = own_cq(id, &id->recv_cq_channel, attr->attr.max_wr);
+			}
+			attr->cq = id->recv_cq;
+		}
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	}
 	srq = attr->pd ? ibv_create_srq_ex(id->verbs, attr) : NULL;
 	if (!srq)
 		return attr->pd ? -1 : uro_cm_err(EINVAL);
@@ -316,7 +338,9 @@ URO_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	memset(&ax, 0, sizeof(ax));
 	ax.srq_context = attr->srq_context;
 	ax.attr = attr->attr;
-	ax.comp_mask = IBV_SRQ_INIT_ATTR_PD;
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
+	/* An XRC target's id gets an XRC SRQ, as librdmacm makes it. */
+	ax.srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
 	ax.pd = pd ? pd : id->pd;
 	rc = rdma_create_srq_ex(id, &ax);
 	if (!rc)

@@ -3,6 +3,7 @@
  * belongs to the device bound to the netdev that carries it, as with
  * Soft-RoCE. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_context *contexts[URO_MAX_LINKS];
 static struct ibv_pd *default_pds[URO_MAX_LINKS];
+static struct ibv_xrcd *default_xrcds[URO_MAX_LINKS];
 static char names[URO_MAX_LINKS][URO_NAME_MAX];
 /* A forked child does not use its parent's contexts (ibv_fork_init(3)):
  * its own registry slot and segment come with its own. */
@@ -30,6 +32,7 @@ static void forget_parents(void)
 		return;
 	memset(contexts, 0, sizeof(contexts));
 	memset(default_pds, 0, sizeof(default_pds));
+	memset(default_xrcds, 0, sizeof(default_xrcds));
 	memset(names, 0, sizeof(names));
 	owner = getpid();
 }
@@ -81,6 +84,30 @@ struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx)
 	}
 	pthread_mutex_unlock(&devices_lock);
 	return pd;
+}
+
+/* The XRC domain of a device's XRC ids, private to the process, one per
+ * device as librdmacm keeps it. */
+struct ibv_xrcd *uro_cm_default_xrcd(struct ibv_context *ctx)
+{
+	struct ibv_xrcd_init_attr attr = {.comp_mask =
+					      IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+					  .fd = -1,
+					  .oflags = O_CREAT};
+	struct ibv_xrcd *xrcd = NULL;
+
+	pthread_mutex_lock(&devices_lock);
+	forget_parents();
+	for (int i = 0; i < URO_MAX_LINKS && names[i][0]; i++) {
+		if (contexts[i] != ctx)
+			continue;
+		if (!default_xrcds[i])
+			default_xrcds[i] = ibv_open_xrcd(ctx, &attr);
+		xrcd = default_xrcds[i];
+		break;
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return xrcd;
 }
 
 void uro_cm_set_device(struct rdma_cm_id *id, struct ibv_context *verbs)
