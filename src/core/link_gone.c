@@ -13,8 +13,8 @@
 
 unsigned uro_link_gone_notify(const char *device)
 {
-	unsigned slots[URO_MAX_SLOTS], told = 0;
-	unsigned n = uro_registry_slots_of(NULL, device, slots, URO_MAX_SLOTS);
+	struct uro_slot_owner owners[URO_MAX_SLOTS];
+	unsigned told = 0, n = uro_registry_owners_of(NULL, device, owners, URO_MAX_SLOTS);
 
 	for (unsigned i = 0; i < n; i++) {
 		struct uro_peer p;
@@ -22,7 +22,7 @@ unsigned uro_link_gone_notify(const char *device)
 		/* Another user's process cannot be reached, as for any request:
 		 * it learns of the change when it next opens the device. */
 		memset(&p, 0, sizeof(p));
-		if (uro_peer_attach(&p, NULL, slots[i]))
+		if (uro_peer_attach(&p, NULL, owners[i].slot))
 			continue;
 		uro_raise_event(&p, IBV_EVENT_DEVICE_FATAL, 0, 0, 0);
 		uro_peer_detach(&p);

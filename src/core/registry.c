@@ -132,26 +132,38 @@ int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *
 	return live;
 }
 
-/* One read of the whole file: a multicast sender's candidates. A record is
- * a claim, not proof: the caller attaches each slot, and attaching checks
- * the owner is alive and is who the kernel says (peer.c). */
-unsigned uro_registry_slots_of(const char *dir, const char *device, unsigned *slots, unsigned max)
+/* The live owners of records naming device, read in runs of records with
+ * no allocation, each checked against its lock on the same fd: a multicast
+ * sender calls this per datagram. A record is a claim, not proof: the
+ * caller attaches each owner, and attaching checks it is who the kernel
+ * says (peer.c). */
+unsigned uro_registry_owners_of(const char *dir, const char *device, struct uro_slot_owner *out,
+				unsigned max)
 {
-	static const size_t rec_size = sizeof(struct uro_slot_record);
+	struct uro_slot_record recs[64];
 	int fd = open_registry(dir, O_RDONLY);
-	struct uro_slot_record *recs;
 	unsigned n = 0;
-	ssize_t got;
 
 	if (fd < 0)
 		return 0;
-	recs = malloc(URO_MAX_SLOTS * rec_size);
-	got = recs ? pread(fd, recs, URO_MAX_SLOTS * rec_size, 0) : -1;
+	for (unsigned first = 0; first < URO_MAX_SLOTS && n < max; first += 64) {
+		ssize_t got = pread(fd, recs, sizeof(recs), (off_t)first * (off_t)sizeof(recs[0]));
+
+		if (got <= 0)
+			break;
+		for (unsigned i = 0; i < (size_t)got / sizeof(recs[0]) && n < max; i++) {
+			struct flock fl = record_lock(F_WRLCK, first + i);
+
+			if (first + i == 0 || recs[i].magic != URO_REGISTRY_MAGIC ||
+			    strncmp(recs[i].device, device, sizeof(recs[i].device)) ||
+			    fcntl(fd, F_OFD_GETLK, &fl) || fl.l_type == F_UNLCK)
+				continue;
+			out[n].slot = first + i;
+			out[n++].pid = recs[i].pid;
+		}
+		if ((size_t)got < sizeof(recs))
+			break; /* the end of the file */
+	}
 	close(fd);
-	for (size_t slot = 1; got > 0 && slot < (size_t)got / rec_size && n < max; slot++)
-		if (recs[slot].magic == URO_REGISTRY_MAGIC &&
-		    !strncmp(recs[slot].device, device, sizeof(recs[slot].device)))
-			slots[n++] = (unsigned)slot;
-	free(recs);
 	return n;
 }

@@ -38,8 +38,13 @@ void uro_registry_release(struct uro_slot *s);
 /* 1 and *rec filled when a live process owns slot, 0 when it is free. */
 int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *rec);
 
-/* The slots whose records name device (at most max, into slots): live or
- * not, to be attached and checked by the caller. */
-unsigned uro_registry_slots_of(const char *dir, const char *device, unsigned *slots, unsigned max);
+/* The live processes whose records name device (at most max, into out),
+ * to be attached and checked by the caller. */
+struct uro_slot_owner {
+	unsigned slot;
+	pid_t pid;
+};
+unsigned uro_registry_owners_of(const char *dir, const char *device, struct uro_slot_owner *out,
+				unsigned max);
 
 #endif

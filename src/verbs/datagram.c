@@ -215,14 +215,20 @@ static void multicast(struct uro_context *ctx, struct uro_qp *qp, const struct i
 		      const struct iovec *liov, int nl, uint64_t len)
 {
 	const struct ibv_ah_attr *a = &to_uah(wr->wr.ud.ah)->attr;
-	unsigned slots[URO_MAX_SLOTS], n;
+	struct uro_slot_owner owners[URO_MAX_SLOTS];
+	unsigned n;
 
 	if (!a->is_global || !uro_gid_is_multicast(&a->grh.dgid))
 		return;
-	n = uro_registry_slots_of(NULL, ctx->dev->link.name, slots, URO_MAX_SLOTS);
+	n = uro_registry_owners_of(NULL, ctx->dev->link.name, owners, URO_MAX_SLOTS);
 	for (unsigned i = 0; i < n; i++) {
+		uint32_t qpn = owners[i].slot << URO_QPN_INDEX_BITS;
 		int err;
-		struct uro_peer *p = uro_peer_refresh(ctx, slots[i] << URO_QPN_INDEX_BITS, &err);
+		struct uro_peer *p = uro_peer_of(ctx, qpn, &err);
+
+		/* The cached process may be a previous owner of the slot. */
+		if (p && p->pid != owners[i].pid)
+			p = uro_peer_refresh(ctx, qpn, &err);
 
 		for (unsigned k = 0; p && k < URO_MAX_MCAST_ATTACH; k++) {
 			const struct uro_seg_mcast *m = &p->mcast[k];
