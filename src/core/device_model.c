@@ -117,14 +117,19 @@ static void build_ib_gids(struct uro_device_model *m)
 	add_gid(m, raw, IBV_GID_TYPE_IB);
 }
 
+void uro_port_set_running(struct ibv_port_attr *p, int running)
+{
+	p->state = running ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	p->phys_state = running ? 5 /* LinkUp */ : 3 /* Disabled */;
+}
+
 static void build_port(struct uro_device_model *m)
 {
 	struct ibv_port_attr *p = &m->port;
 	int ib = m->link.type == URO_LINK_IB;
 
 	memset(p, 0, sizeof(*p));
-	p->state = m->netdev.running ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-	p->phys_state = m->netdev.running ? 5 /* LinkUp */ : 3 /* Disabled */;
+	uro_port_set_running(p, m->netdev.running);
 	p->max_mtu = IBV_MTU_4096;
 	p->active_mtu = uro_mtu_for_netdev(m->netdev.mtu);
 	p->gid_tbl_len = URO_GID_TBL_MIN; /* grown to the GIDs in uro_device_model_build */

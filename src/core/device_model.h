@@ -27,6 +27,10 @@ void uro_device_model_build(const struct uro_link *link, struct uro_device_model
 void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *attr);
 void uro_device_attr_ex(const struct uro_device_model *m, struct ibv_device_attr_ex *attr);
 
+/* A port's state and physical state as its netdev's being up and running
+ * says, as Soft-RoCE derives them. */
+void uro_port_set_running(struct ibv_port_attr *p, int running);
+
 /* The largest IB MTU whose RoCEv2 packet fits in a netdev MTU. */
 enum ibv_mtu uro_mtu_for_netdev(unsigned netdev_mtu);
 unsigned uro_mtu_bytes(enum ibv_mtu mtu);

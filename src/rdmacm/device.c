@@ -66,22 +66,29 @@ out:
 	return ctx;
 }
 
+/* The device's slot in the tables above, or -1. Called with devices_lock. */
+static int device_index(struct ibv_context *ctx)
+{
+	forget_parents();
+	for (int i = 0; i < URO_MAX_LINKS && names[i][0]; i++)
+		if (contexts[i] == ctx)
+			return i;
+	return -1;
+}
+
 /* The PD a QP gets when its creator names none (rdma_create_qp(3)): one
  * per device, as librdmacm keeps it. */
 struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx)
 {
 	struct ibv_pd *pd = NULL;
+	int i;
 
 	pthread_mutex_lock(&devices_lock);
-	forget_parents();
-	for (int i = 0; i < URO_MAX_LINKS && names[i][0]; i++) {
-		if (contexts[i] != ctx)
-			continue;
-		if (!default_pds[i])
-			default_pds[i] = ibv_alloc_pd(ctx);
+	i = device_index(ctx);
+	if (i >= 0 && !default_pds[i])
+		default_pds[i] = ibv_alloc_pd(ctx);
+	if (i >= 0)
 		pd = default_pds[i];
-		break;
-	}
 	pthread_mutex_unlock(&devices_lock);
 	return pd;
 }
@@ -95,17 +102,14 @@ struct ibv_xrcd *uro_cm_default_xrcd(struct ibv_context *ctx)
 					  .fd = -1,
 					  .oflags = O_CREAT};
 	struct ibv_xrcd *xrcd = NULL;
+	int i;
 
 	pthread_mutex_lock(&devices_lock);
-	forget_parents();
-	for (int i = 0; i < URO_MAX_LINKS && names[i][0]; i++) {
-		if (contexts[i] != ctx)
-			continue;
-		if (!default_xrcds[i])
-			default_xrcds[i] = ibv_open_xrcd(ctx, &attr);
+	i = device_index(ctx);
+	if (i >= 0 && !default_xrcds[i])
+		default_xrcds[i] = ibv_open_xrcd(ctx, &attr);
+	if (i >= 0)
 		xrcd = default_xrcds[i];
-		break;
-	}
 	pthread_mutex_unlock(&devices_lock);
 	return xrcd;
 }

@@ -42,13 +42,7 @@ int uro_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *at
 		return EINVAL;
 	/* The port's state is its netdev's now, as a Soft-RoCE port's is;
 	 * the port events (port_watch.c) tell of each change. */
-	if (uro_netdev_running(ctx->model.link.netdev)) {
-		full.state = IBV_PORT_ACTIVE;
-		full.phys_state = 5; /* LinkUp */
-	} else {
-		full.state = IBV_PORT_DOWN;
-		full.phys_state = 3; /* Disabled */
-	}
+	uro_port_set_running(&full, uro_netdev_running(ctx->model.link.netdev));
 	full.bad_pkey_cntr = (uint32_t)cnt->bad_pkey;
 	full.qkey_viol_cntr = (uint32_t)cnt->qkey_violations;
 	memset(attr, 0, len);
