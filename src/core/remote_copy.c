@@ -3,7 +3,7 @@
 #include <errno.h>
 
 /* The part [off, off+len) of an iovec list, as a list of its own. */
-static int slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out)
+int uro_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out)
 {
 	int k = 0;
 
@@ -30,7 +30,7 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 
 	for (uint64_t off = 0; off < len; off += URO_COPY_CHUNK) {
 		uint64_t n = len - off < URO_COPY_CHUNK ? len - off : URO_COPY_CHUNK;
-		int nlc = slice(l, nl, off, n, lc), nrc = slice(r, nr, off, n, rc);
+		int nlc = uro_iov_slice(l, nl, off, n, lc), nrc = uro_iov_slice(r, nr, off, n, rc);
 		ssize_t got;
 
 		if (off && h && !uro_holds_valid(p, h))

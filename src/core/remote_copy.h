@@ -23,4 +23,8 @@
 int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
 		    const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h);
 
+/* The part [off, off+len) of an iovec list, as a list of its own in out;
+ * returns its length. */
+int uro_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out);
+
 #endif

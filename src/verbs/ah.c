@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "objects.h"
+#include "wire.h"
 
 int uro_ah_attr_check(struct uro_context *ctx, const struct ibv_ah_attr *ah)
 {
@@ -53,6 +54,9 @@ URO_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	if (!ah)
 		return uro_fail_null(ENOMEM);
 	ah->attr = *attr;
+	/* Decided once here, not per datagram (wire_qp.c). */
+	ah->wire = attr->is_global && !uro_gid_is_multicast(&attr->grh.dgid) &&
+		   uro_wire_gid_is_remote(&attr->grh.dgid);
 	ah->pd = to_upd(pd);
 	ah->ibah.context = pd->context;
 	ah->ibah.pd = pd;

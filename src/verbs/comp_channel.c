@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "objects.h"
+#include "wire.h"
 
 URO_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
@@ -57,6 +58,8 @@ static int wait_readable(struct ibv_comp_channel *channel)
 		if (n != 0)
 			return n < 0 ? -1 : 0;
 	}
+	/* The program stops polling: its packets are the thread's now. */
+	uro_wire_idle(ctx);
 	return 0;
 }
 

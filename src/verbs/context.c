@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "objects.h"
+#include "wire.h"
 
 static int publish(struct uro_context *ctx)
 {
@@ -61,6 +62,7 @@ static struct uro_context *contexts;
 static void context_free(struct uro_context *ctx)
 {
 	uro_progress_stop(ctx);
+	uro_wire_close(ctx);
 	/* Peers that cached this segment must look again: the slot may soon
 	 * name another process. */
 	if (ctx->seg.base && owned_here(ctx))

@@ -11,6 +11,7 @@
 #include "remote_copy.h"
 #include "registry.h"
 #include "segment_ops.h"
+#include "wire.h"
 
 #define GRH_BYTES     40
 #define QKEY_USE_QP   0x80000000u /* IBTA 10.2.5: take the Q_Key from the QP */
@@ -37,21 +38,21 @@ static uint16_t ip_checksum(const uint8_t *h, size_t n)
 
 /* RoCEv2 over IPv4: the IPv4 header sits in the last 20 bytes of the GRH
  * area (IBTA A17.4.5.2). */
-static void ipv4_grh(uint8_t *g, const struct ibv_global_route *r, const union ibv_gid *sgid,
-		     uint64_t len)
+void uro_ipv4_grh(uint8_t *g, uint8_t tos, uint8_t ttl, const void *src, const void *dst,
+		  uint64_t len)
 {
 	uint8_t *ip = g + 20;
 	uint16_t total = (uint16_t)(20 + ROCE_HDRS + len);
 	uint16_t csum;
 
 	ip[0] = 0x45;
-	ip[1] = r->traffic_class;
+	ip[1] = tos;
 	ip[2] = (uint8_t)(total >> 8);
 	ip[3] = (uint8_t)total;
-	ip[8] = r->hop_limit ? r->hop_limit : 64;
+	ip[8] = ttl ? ttl : 64;
 	ip[9] = NEXT_HDR_UDP;
-	memcpy(ip + 12, sgid->raw + 12, 4);
-	memcpy(ip + 16, r->dgid.raw + 12, 4);
+	memcpy(ip + 12, src, 4);
+	memcpy(ip + 16, dst, 4);
 	csum = ip_checksum(ip, 20);
 	ip[10] = (uint8_t)(csum >> 8);
 	ip[11] = (uint8_t)csum;
@@ -83,7 +84,8 @@ static void build_grh(struct uro_context *ctx, const struct uro_ah *ah, uint64_t
 	if (ctx->model.link.type == URO_LINK_IB)
 		ipv6_grh(g, r, sgid, len, NEXT_HDR_IBA);
 	else if (uro_gid_is_ipv4_mapped(sgid))
-		ipv4_grh(g, r, sgid, len);
+		uro_ipv4_grh(g, r->traffic_class, r->hop_limit, sgid->raw + 12, r->dgid.raw + 12,
+			     len);
 	else
 		ipv6_grh(g, r, sgid, len, NEXT_HDR_UDP);
 }
@@ -95,13 +97,18 @@ static void build_grh(struct uro_context *ctx, const struct uro_ah *ah, uint64_t
  * 40-byte GRH area. On an IB port, the packet's SL. */
 enum { ROCE_SL_UDP = 0x8, ROCE_SL_IPV6 = 0x1, ROCE_SL_IPV4 = 0x2 };
 
+uint8_t uro_roce_received_sl(int ipv4)
+{
+	return ROCE_SL_UDP | (ipv4 ? ROCE_SL_IPV4 : ROCE_SL_IPV6);
+}
+
 static uint8_t received_sl(const struct uro_context *ctx, const struct uro_ah *ah)
 {
 	const union ibv_gid *sgid = &ctx->model.gids[ah->attr.grh.sgid_index].gid;
 
 	if (ctx->model.link.type == URO_LINK_IB || !ah->attr.is_global)
 		return ah->attr.sl;
-	return ROCE_SL_UDP | (uro_gid_is_ipv4_mapped(sgid) ? ROCE_SL_IPV4 : ROCE_SL_IPV6);
+	return uro_roce_received_sl(uro_gid_is_ipv4_mapped(sgid));
 }
 
 static struct uro_seg_qp *ud_qp(struct uro_peer *p, uint32_t qpn)
@@ -253,6 +260,8 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 	/* A datagram is one packet: no larger than the path MTU. */
 	if (len > uro_mtu_bytes(ctx->model.port.active_mtu))
 		return IBV_WC_LOC_LEN_ERR;
+	if (to_uah(wr->wr.ud.ah)->wire)
+		return uro_wire_ud_send(ctx, qp, wr, &to_uah(wr->wr.ud.ah)->attr, liov, nl, len);
 	if (wr->wr.ud.remote_qpn == URO_MCAST_QPN) {
 		multicast(ctx, qp, wr, liov, nl, len);
 		return IBV_WC_SUCCESS;

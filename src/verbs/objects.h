@@ -34,6 +34,9 @@ struct uro_device {
 };
 _Static_assert(sizeof(struct uro_device) <= URO_DEVICE_ALLOC, "device fits its allocation");
 
+struct uro_wire_endpoint; /* src/transport/roce/wire.h */
+struct uro_qp_wire;
+
 /* progress_thread.c */
 struct uro_progress_thread {
 	pthread_mutex_t lock; /* held by the thread while it retries */
@@ -68,6 +71,7 @@ struct uro_context {
 	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */
 	unsigned pending_qps;		       /* QPs with WQEs waiting for RNR */
 	struct uro_progress_thread progress;
+	struct uro_wire_endpoint *wire; /* RoCEv2: opened by the first QP on the wire */
 };
 
 struct uro_pd {
@@ -157,6 +161,7 @@ struct uro_qp {
 	uint64_t rnr_deadline_ns;  /* when the head of pending is tried again */
 	unsigned rnr_left;	   /* RNR retries left for the head */
 	unsigned retry_left;	   /* transport retries left for the head */
+	struct uro_qp_wire *wire;  /* its peer is reached over RoCEv2; NULL: shared memory */
 	struct uro_pending *batch; /* the ibv_wr_* batch being built (qp_ex.c) */
 	uint32_t batch_n;
 	int batch_err;
@@ -175,6 +180,7 @@ struct uro_ah {
 	struct ibv_ah ibah;
 	struct ibv_ah_attr attr;
 	struct uro_pd *pd;
+	int wire; /* its GID is another host's: datagrams go over RoCEv2 */
 };
 
 static inline struct uro_context *to_uctx(struct ibv_context *c)
@@ -223,6 +229,9 @@ struct uro_peer *uro_peer_refresh(struct uro_context *ctx, uint32_t qpn, int *er
 /* Retries what waits behind RNR NAKs; returns the nanoseconds until the
  * next retry is due, or 0 when nothing waits. */
 uint64_t uro_progress(struct uro_context *ctx);
+/* The same, for the progress thread: it waits for the wire's receive lock
+ * rather than leave the pass to a polling thread. */
+uint64_t uro_progress_pass(struct uro_context *ctx);
 void uro_progress_init(struct uro_context *ctx);
 /* A request now waits: the progress thread starts, or recomputes its wait.
  * Called with no QP lock held. */
@@ -252,6 +261,12 @@ int uro_qp_in_mcast_group(struct uro_context *ctx, uint32_t qpn);
 /* UD: delivers one datagram (datagram.c); returns a struct ibv_wc status. */
 int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		const struct iovec *liov, int nl, uint64_t len);
+
+/* The 40-byte GRH area of a UD receive over RoCEv2/IPv4, and the SL that
+ * says so (datagram.c). */
+void uro_ipv4_grh(uint8_t *g, uint8_t tos, uint8_t ttl, const void *src, const void *dst,
+		  uint64_t len);
+uint8_t uro_roce_received_sl(int ipv4);
 
 /* The ops every context carries (context.c). */
 void uro_context_set_ops(struct uro_context *ctx);

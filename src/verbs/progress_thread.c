@@ -8,14 +8,21 @@
  * The thread starts the first time a request has to wait, so that a
  * program whose requests never do stays single-threaded (and its posting
  * takes no lock, objects.h uro_mt_lock). It sleeps on a condition until the
- * earliest timer, and is stopped and joined when the context closes. */
+ * earliest timer, and is stopped and joined when the context closes.
+ *
+ * With a QP on the wire it starts at once and plays the responder too: it
+ * sleeps in ppoll on the endpoint's sockets and its kick eventfd, so that
+ * READ, WRITE and atomic targets are served and retransmit timers fire
+ * while the program does something else (design.md decision 5). */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "objects.h"
+#include "wire.h"
 
 static void deadline_in(struct timespec *ts, uint64_t ns)
 {
@@ -25,6 +32,26 @@ static void deadline_in(struct timespec *ts, uint64_t ns)
 	ts->tv_nsec = (long)(ns % 1000000000ull);
 }
 
+/* Sleeps until a packet (n = 3) or only a kick (n = 1), or the timer:
+ * t->lock is let go meanwhile. */
+static void wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w, uint64_t next,
+		      nfds_t n)
+{
+	struct pollfd fds[3] = {{.fd = w->kick_fd, .events = POLLIN},
+				{.fd = w->fd, .events = POLLIN},
+				{.fd = w->ufd, .events = POLLIN}};
+	uint64_t drain;
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(next / 1000000000ull);
+	ts.tv_nsec = (long)(next % 1000000000ull);
+	pthread_mutex_unlock(&t->lock);
+	if (ppoll(fds, n, next ? &ts : NULL, NULL) > 0 && (fds[0].revents & POLLIN) &&
+	    read(w->kick_fd, &drain, sizeof(drain)) < 0)
+		drain = 0;
+	pthread_mutex_lock(&t->lock);
+}
+
 static void *run(void *arg)
 {
 	struct uro_context *ctx = arg;
@@ -32,12 +59,26 @@ static void *run(void *arg)
 
 	pthread_mutex_lock(&t->lock);
 	while (!t->stop) {
-		/* Under t->lock: ibv_destroy_qp waits for the pass to end. */
-		uint64_t next = uro_progress(ctx);
+		struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
 		struct timespec until;
+		uint64_t next, left;
 
+		/* A program that busy-polls takes its packets and fires its
+		 * timers itself: the thread stays asleep rather than cost a
+		 * wake-up per packet and, on a busy machine, be preempted
+		 * holding the receive lock the program's poll wants. */
+		if (w && !t->kicked && uro_wire_polled_lately(w, &left)) {
+			wait_wire(t, w, left, 1);
+			continue;
+		}
+		/* Under t->lock: ibv_destroy_qp waits for the pass to end. */
+		next = uro_progress_pass(ctx);
 		if (t->stop || t->kicked) {
 			t->kicked = 0;
+			continue;
+		}
+		if (w) {
+			wait_wire(t, w, next, 3);
 			continue;
 		}
 		if (!next) {
@@ -72,6 +113,7 @@ void uro_progress_kick(struct uro_context *ctx)
 	if (t->running) {
 		t->kicked = 1;
 		pthread_cond_signal(&t->cond);
+		uro_wire_kick(ctx);
 	} else if (ctx->owner_pid == getpid() && !t->failed) {
 		err = pthread_create(&t->thread, NULL, run, ctx);
 		t->running = err == 0;
@@ -95,6 +137,7 @@ void uro_progress_stop(struct uro_context *ctx)
 	pthread_mutex_lock(&t->lock);
 	t->stop = 1;
 	pthread_cond_signal(&t->cond);
+	uro_wire_kick(ctx);
 	pthread_mutex_unlock(&t->lock);
 	if (t->running)
 		pthread_join(t->thread, NULL);

@@ -11,6 +11,7 @@
 #include "qp_state.h"
 #include "recv_queue.h"
 #include "segment_ops.h"
+#include "wire.h"
 
 #define PSN_MASK 0xffffffu /* PSNs and QPNs are 24 bits (IBTA 9.2) */
 
@@ -416,13 +417,46 @@ static void set_state(struct uro_context *ctx, struct uro_qp *qp, enum ibv_qp_st
 	sqd_event(ctx, qp, from, to);
 }
 
+/* Whether the QP goes on the wire at this transition: a connected QP
+ * whose destination GID is not this host's (wire_qp.c), or a UD QP of a
+ * device other hosts can reach. */
+static int goes_on_wire(struct uro_context *ctx, struct ibv_qp *qp, enum ibv_qp_state cur,
+			enum ibv_qp_state next, const struct ibv_qp_attr *a, int mask)
+{
+	if (cur != IBV_QPS_INIT || next != IBV_QPS_RTR)
+		return 0;
+	if (qp->qp_type == IBV_QPT_UD)
+		return uro_wire_ud_listens(ctx);
+	if (qp->qp_type != IBV_QPT_RC && qp->qp_type != IBV_QPT_UC)
+		return 0;
+	return (mask & IBV_QP_AV) && a->ah_attr.is_global &&
+	       uro_wire_gid_is_remote(&a->ah_attr.grh.dgid);
+}
+
+/* The wire's share of a transition. */
+static int wire_transition(struct uro_context *ctx, struct uro_qp *qp, int attach,
+			   enum ibv_qp_state cur, enum ibv_qp_state next)
+{
+	if (attach)
+		return uro_wire_qp_attach(ctx, qp);
+	if (qp->wire && cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
+		uro_wire_qp_rts(qp);
+	if (qp->wire && next == IBV_QPS_RESET) {
+		int locked = uro_mt_lock(&qp->sq_lock);
+
+		uro_wire_qp_reset(qp);
+		uro_mt_unlock(&qp->sq_lock, locked);
+	}
+	return 0;
+}
+
 URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct uro_qp *qp = to_uqp(ibqp);
 	struct uro_context *ctx = to_uctx(ibqp->context);
 	enum ibv_qp_state cur, next;
 	const char *why;
-	int err;
+	int err, wire = 0;
 
 	if (mask & (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)) {
 		uro_debug("modify QP 0x%06x: alternate paths (APM) are not supported",
@@ -440,6 +474,8 @@ URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	else
 		err = values_check(ibqp, attr, mask);
 	if (!err)
+		wire = goes_on_wire(ctx, ibqp, cur, next, attr, mask);
+	if (!err && !wire)
 		err = peer_check(ctx, ibqp, attr, mask);
 	if (err) {
 		uro_unlock(ctx);
@@ -447,6 +483,10 @@ URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	}
 	apply(qp, attr, mask);
 	publish_attr(qp);
+	if ((err = wire_transition(ctx, qp, wire, cur, next))) {
+		uro_unlock(ctx);
+		return err;
+	}
 	set_state(ctx, qp, cur, next);
 	uro_unlock(ctx);
 	return 0;
@@ -500,9 +540,14 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		uro_arena_free(&ctx->seg, qp->pub->rq.ring, rq_bytes(&qp->pub->rq));
 	/* Not while the progress thread is retrying on it. */
 	pthread_mutex_lock(&ctx->progress.lock);
+	if (ctx->wire) /* nor while a poll answers its packets */
+		pthread_mutex_lock(&ctx->wire->rx_lock);
 	ctx->qps[qp->index] = NULL;
+	if (ctx->wire)
+		pthread_mutex_unlock(&ctx->wire->rx_lock);
 	uro_qp_drop_pending(qp);
 	pthread_mutex_unlock(&ctx->progress.lock);
+	uro_wire_qp_free(qp);
 	hold(qp, -1);
 	uro_index_give(&ctx->seg.qp_ids, qp->index);
 	uro_unlock(ctx);

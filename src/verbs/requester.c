@@ -19,6 +19,7 @@
 #include "remote_copy.h"
 #include "segment_ops.h"
 #include "staged_payload.h"
+#include "wire.h"
 
 #define RNR_RETRY_FOREVER 7
 
@@ -31,7 +32,7 @@ static int waits(int result)
 }
 
 /* IBTA 9.7.5.2.8, table 45: the RNR NAK timer field in microseconds. */
-static uint64_t rnr_timer_ns(uint8_t field)
+uint64_t uro_rnr_timer_ns(uint8_t field)
 {
 	static const uint32_t us[32] = {
 	    655360, 10,	   20,	  30,	 40,	60,	80,	120,	160,	240,	320,
@@ -44,7 +45,7 @@ static uint64_t rnr_timer_ns(uint8_t field)
 
 /* The local ACK timeout, 4.096 us * 2^timeout; 0 means none at all, and
  * the request waits for as long as its target lives (IBTA 9.7.6.1.3). */
-static uint64_t ack_timeout_ns(uint8_t timeout)
+uint64_t uro_ack_timeout_ns(uint8_t timeout)
 {
 	return timeout ? 4096ull << (timeout > 31 ? 31 : timeout) : 10000000ull;
 }
@@ -58,7 +59,7 @@ static int pending_alloc(struct uro_qp *qp)
 }
 
 /* The checks ibv_post_send(3) makes before accepting a request. */
-static int validate(struct uro_qp *qp, const struct ibv_send_wr *wr)
+int uro_send_validate(struct uro_qp *qp, const struct ibv_send_wr *wr)
 {
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
 	uint64_t inline_len = 0;
@@ -84,8 +85,8 @@ static int validate(struct uro_qp *qp, const struct ibv_send_wr *wr)
 	return 0;
 }
 
-static void complete(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		     uint32_t seq, enum ibv_wc_status status, uint32_t byte_len)
+void uro_send_complete(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		       uint32_t seq, enum ibv_wc_status status, uint32_t byte_len)
 {
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
 	struct uro_cqe e;
@@ -105,9 +106,9 @@ static void complete(struct uro_context *ctx, struct uro_qp *qp, const struct ib
 
 /* The request's local buffers, checked against this process's MRs. Inline
  * data needs no key (ibv_post_send(3)). */
-static enum ibv_wc_status gather(struct uro_context *ctx, struct uro_qp *qp,
-				 const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
-				 int *n, uint64_t *len)
+enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
+				   const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
+				   int *n, uint64_t *len)
 {
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		return uro_sge_iov(&ctx->self, qp->pd->ibpd.handle, wr->sg_list,
@@ -451,7 +452,7 @@ static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struc
  * another process holds it too long. That responder then does not answer
  * this request, which is retried on the ACK timeout as any unanswered
  * request is (IBTA 9.7.6.1.3): a stopped process never stalls others. */
-static int atomic_lock(pthread_mutex_t *lock)
+int uro_atomic_lock(pthread_mutex_t *lock)
 {
 	struct timespec until;
 	int rc;
@@ -489,7 +490,7 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 			   IBV_ACCESS_REMOTE_ATOMIC, &riov, &h);
 	if (err != IBV_WC_SUCCESS)
 		return err;
-	if (atomic_lock(lock)) {
+	if (uro_atomic_lock(lock)) {
 		uro_release(&h);
 		return RESULT_NO_ACK;
 	}
@@ -531,7 +532,7 @@ static int atomic_write(const struct ibv_send_wr *wr, struct target *t, const st
 			   &riov, &h);
 	if (err != IBV_WC_SUCCESS)
 		return err;
-	if (atomic_lock(lock)) {
+	if (uro_atomic_lock(lock)) {
 		uro_release(&h);
 		return RESULT_NO_ACK;
 	}
@@ -557,7 +558,7 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 
 	if (op->kind == URO_OP_BIND_MW || op->kind == URO_OP_LOCAL_INV)
 		return uro_mw_execute(ctx, qp, wr); /* local: no packet leaves */
-	st = gather(ctx, qp, wr, writes_local, liov, &nl, &len);
+	st = uro_send_gather(ctx, qp, wr, writes_local, liov, &nl, &len);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	*byte_len = (uint32_t)len;
@@ -596,7 +597,7 @@ static int execute(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_
 	*byte_len = 0;
 	if (qp->qpx.qp_base.qp_type != IBV_QPT_UD)
 		return execute_connected(ctx, qp, wr, byte_len);
-	st = gather(ctx, qp, wr, 0, liov, &nl, &len);
+	st = uro_send_gather(ctx, qp, wr, 0, liov, &nl, &len);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	*byte_len = (uint32_t)len;
@@ -605,7 +606,7 @@ static int execute(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_
 
 /* An error moves the requester's QP to ERR: what follows is flushed
  * (IBTA 10.8.3.1). A UD QP's send errors stop at SQE. */
-static void requester_error(struct uro_context *ctx, struct uro_qp *qp)
+void uro_requester_error(struct uro_context *ctx, struct uro_qp *qp)
 {
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
 		__atomic_store_n(&qp->pub->state, (uint32_t)IBV_QPS_SQE, __ATOMIC_RELEASE);
@@ -625,19 +626,19 @@ static int run(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send
 	int st;
 
 	if (state == IBV_QPS_ERR || state == IBV_QPS_SQE) {
-		complete(ctx, qp, wr, seq, IBV_WC_WR_FLUSH_ERR, 0);
+		uro_send_complete(ctx, qp, wr, seq, IBV_WC_WR_FLUSH_ERR, 0);
 		return IBV_WC_WR_FLUSH_ERR;
 	}
 	st = execute(ctx, qp, wr, &byte_len);
 	if (waits(st))
 		return st;
-	complete(ctx, qp, wr, seq, (enum ibv_wc_status)st, byte_len);
+	uro_send_complete(ctx, qp, wr, seq, (enum ibv_wc_status)st, byte_len);
 	if (st != IBV_WC_SUCCESS)
-		requester_error(ctx, qp);
+		uro_requester_error(ctx, qp);
 	return st;
 }
 
-static void copy_pending(struct uro_pending *p, const struct ibv_send_wr *wr, uint32_t seq)
+void uro_pending_copy(struct uro_pending *p, const struct ibv_send_wr *wr, uint32_t seq)
 {
 	uint32_t off = 0;
 
@@ -661,10 +662,10 @@ static void copy_pending(struct uro_pending *p, const struct ibv_send_wr *wr, ui
 static void arm_timer(struct uro_context *ctx, struct uro_qp *qp, int why)
 {
 	struct target t;
-	uint64_t wait = ack_timeout_ns(qp->attr.timeout);
+	uint64_t wait = uro_ack_timeout_ns(qp->attr.timeout);
 
 	if (why == RESULT_RNR)
-		wait = rnr_timer_ns(connected_target(ctx, qp, &t) ? 0 : t.qp->min_rnr_timer);
+		wait = uro_rnr_timer_ns(connected_target(ctx, qp, &t) ? 0 : t.qp->min_rnr_timer);
 	qp->rnr_deadline_ns = uro_now_ns() + wait;
 }
 
@@ -691,7 +692,7 @@ static void defer(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_s
 {
 	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
 
-	copy_pending(&qp->pending[(qp->pending_head + qp->pending_n) % cap], wr, seq);
+	uro_pending_copy(&qp->pending[(qp->pending_head + qp->pending_n) % cap], wr, seq);
 	if (qp->pending_n++)
 		return;
 	__atomic_add_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
@@ -725,10 +726,10 @@ static void retry_pending(struct uro_context *ctx, struct uro_qp *qp)
 			return;
 		/* Out of retries (IBTA 10.7.3.1). */
 		if (waits(st)) {
-			complete(ctx, qp, &p->wr, p->seq,
-				 st == RESULT_RNR ? IBV_WC_RNR_RETRY_EXC_ERR : IBV_WC_RETRY_EXC_ERR,
-				 0);
-			requester_error(ctx, qp);
+			uro_send_complete(
+			    ctx, qp, &p->wr, p->seq,
+			    st == RESULT_RNR ? IBV_WC_RNR_RETRY_EXC_ERR : IBV_WC_RETRY_EXC_ERR, 0);
+			uro_requester_error(ctx, qp);
 		}
 		pop_pending(ctx, qp);
 		if (qp->pending_n) { /* a new head, new counts */
@@ -738,12 +739,10 @@ static void retry_pending(struct uro_context *ctx, struct uro_qp *qp)
 	}
 }
 
-uint64_t uro_progress(struct uro_context *ctx)
+static uint64_t retry_all(struct uro_context *ctx, uint64_t next)
 {
-	uint64_t next = 0;
-
 	if (!__atomic_load_n(&ctx->pending_qps, __ATOMIC_ACQUIRE))
-		return 0;
+		return next;
 	for (unsigned i = 0; i < URO_MAX_QP; i++) {
 		struct uro_qp *qp = ctx->qps[i];
 		uint64_t now;
@@ -762,6 +761,16 @@ uint64_t uro_progress(struct uro_context *ctx)
 		pthread_spin_unlock(&qp->sq_lock);
 	}
 	return next;
+}
+
+uint64_t uro_progress(struct uro_context *ctx)
+{
+	return retry_all(ctx, uro_wire_progress(ctx, 0));
+}
+
+uint64_t uro_progress_pass(struct uro_context *ctx)
+{
+	return retry_all(ctx, uro_wire_progress(ctx, 1));
 }
 
 /* Destroying or resetting a QP drops what waits (IBTA 10.3.1). */
@@ -790,6 +799,8 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		*bad = wr;
 		return EINVAL;
 	}
+	if (qp->wire && qp->qpx.qp_base.qp_type != IBV_QPT_UD)
+		return uro_wire_post_send(ctx, qp, wr, bad);
 	int locked = uro_mt_lock(&qp->sq_lock);
 	int was_waiting = qp->pending_n != 0;
 
@@ -799,7 +810,7 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		uint32_t seq;
 		int st;
 
-		err = validate(qp, wr);
+		err = uro_send_validate(qp, wr);
 		if (err)
 			break;
 		seq = qp->sq_posted++;

@@ -237,7 +237,7 @@ size_t uro_roce_build(const struct uro_roce_packet *p, uint8_t *out)
 	put24(b + 9, p->psn);
 	b += URO_ROCE_BTH_LEN;
 	b += build_ext(b, p->op->hdrs, p);
-	if (p->payload_len)
+	if (p->payload_len && p->payload) /* NULL: the caller writes it there */
 		memcpy(b, p->payload, p->payload_len);
 	b += p->payload_len;
 	memset(b, 0, pad);

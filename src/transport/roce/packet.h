@@ -63,7 +63,8 @@ struct uro_roce_packet {
 enum uro_roce_drop uro_roce_parse(const uint8_t *ip, size_t len, struct uro_roce_packet *p);
 
 /* Writes p's BTH, extension headers, payload and pad to out (room for
- * uro_roce_transport_len(p) bytes); returns that length. The ICRC is not
+ * uro_roce_transport_len(p) bytes); returns that length. With payload
+ * NULL, the payload's bytes are left for the caller to write. The ICRC is not
  * included: it covers the IP and UDP headers too (icrc.h). */
 size_t uro_roce_build(const struct uro_roce_packet *p, uint8_t *out);
 size_t uro_roce_transport_len(const struct uro_roce_packet *p);

@@ -70,3 +70,15 @@ unsigned uro_wire_hdrs_len(uint8_t hdrs)
 			n += sizes[i].len;
 	return n;
 }
+
+int uro_wire_code(enum uro_wire_op op, enum uro_wire_qp qp, enum uro_wire_pos pos, uint8_t extra)
+{
+	for (unsigned code = 0; code < 256; code++) {
+		const struct uro_wire_opcode *row = &table[code];
+
+		if (row->name && row->op == op && (row->qp & qp) && row->pos == pos &&
+		    (row->hdrs & (HDR_IMMDT | HDR_IETH)) == extra)
+			return (int)code;
+	}
+	return -1;
+}

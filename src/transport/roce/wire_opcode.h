@@ -52,6 +52,10 @@ struct uro_wire_opcode {
 /* The row of a BTH opcode; its name is NULL when uroce does not speak it. */
 const struct uro_wire_opcode *uro_wire_opcode(uint8_t code);
 
+/* The opcode of the row with this operation, transport and place whose
+ * optional headers (HDR_IMMDT, HDR_IETH) are exactly extra; -1 if none. */
+int uro_wire_code(enum uro_wire_op op, enum uro_wire_qp qp, enum uro_wire_pos pos, uint8_t extra);
+
 /* Bytes of the extension headers in hdrs. */
 unsigned uro_wire_hdrs_len(uint8_t hdrs);
 

@@ -1,0 +1,431 @@
+/* A process's RoCEv2 endpoint: its UDP socket on port 4791, and how a
+ * packet that reached the wrong process of the host gets to the right one.
+ *
+ * Every uroce process with a QP on the wire binds the link's address, port
+ * 4791, with SO_REUSEADDR, which the kernel allows across users. The kernel
+ * gives each datagram to one of those sockets (the newest); the process
+ * that gets a packet for another slot's QP (the BTH's destination QP names
+ * the slot) forwards it to that slot's abstract unix socket, with the
+ * addresses it came with. A dead process's socket is gone with it, so the
+ * others still receive; a packet for a slot nobody listens on is dropped
+ * and counted. docs/architecture.md gives the reasons and the limits.
+ *
+ * The kernel writes the IP and UDP headers, so the ICRC (IBTA A17.8) is
+ * computed over the headers it will write: IPv4, identification 0 and DF,
+ * which Linux gives a datagram of an unconnected socket with
+ * IP_PMTUDISC_DO. A received packet's headers are rebuilt the same way. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "device_model.h"
+#include "icrc.h"
+#include "log.h"
+#include "wire.h"
+
+#define IP_DF		 0x4000
+#define URO_WIRE_SOCKBUF (4 << 20)
+
+/* What a forwarded datagram carries in front of the packet. */
+struct forward_head {
+	uint32_t src, dst; /* IPv4, network order */
+	uint16_t sport;	   /* network order */
+	uint16_t reserved;
+};
+
+static void put16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)(v >> 8);
+	b[1] = (uint8_t)v;
+}
+
+/* The IPv4 and UDP headers Linux writes for a packet of tlen transport
+ * bytes plus its ICRC, into the URO_WIRE_HEAD bytes before it. */
+static void pseudo_headers(uint8_t *h, uint32_t src, uint32_t dst, uint16_t sport, size_t tlen)
+{
+	size_t udp_len = 8 + tlen + URO_ROCE_ICRC_LEN;
+
+	memset(h, 0, URO_WIRE_HEAD);
+	h[0] = 0x45;
+	put16(h + 2, (uint16_t)(20 + udp_len));
+	put16(h + 6, IP_DF);
+	h[8] = 64;
+	h[9] = IPPROTO_UDP;
+	memcpy(h + 12, &src, 4);
+	memcpy(h + 16, &dst, 4);
+	put16(h + 20, ntohs(sport));
+	put16(h + 22, URO_ROCE_PORT);
+	put16(h + 24, (uint16_t)udp_len);
+}
+
+static void abstract_name(struct sockaddr_un *a, socklen_t *len, unsigned slot)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "uroce-wire-%u", slot);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int first_ipv4(const struct uro_device_model *m, uint32_t *addr)
+{
+	for (int i = 0; i < m->ngids; i++) {
+		if (uro_gid_is_ipv4_mapped(&m->gids[i].gid)) {
+			memcpy(addr, m->gids[i].gid.raw + 12, 4);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int udp_socket(uint32_t addr)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(URO_ROCE_PORT)};
+	int one = 1, pmtu = IP_PMTUDISC_DO, fd, buf = URO_WIRE_SOCKBUF;
+
+	a.sin_addr.s_addr = addr;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) ||
+	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	/* As large as allowed: root may pass net.core.rmem_max, others not. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	return fd;
+}
+
+static int unix_socket(unsigned slot)
+{
+	struct sockaddr_un a;
+	socklen_t len;
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	abstract_name(&a, &len, slot);
+	if (bind(fd, (struct sockaddr *)&a, len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void endpoint_free(struct uro_wire_endpoint *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->ufd >= 0)
+		close(w->ufd);
+	if (w->kick_fd >= 0)
+		close(w->kick_fd);
+	free(w->rx);
+	pthread_mutex_destroy(&w->rx_lock);
+	free(w);
+}
+
+static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->rx_lock, NULL);
+	w->fd = w->ufd = w->kick_fd = -1;
+	w->rx = calloc(URO_WIRE_BATCH, sizeof(*w->rx));
+	if (!w->rx || first_ipv4(&ctx->model, &w->addr)) {
+		int err = w->rx ? EADDRNOTAVAIL : ENOMEM;
+
+		if (w->rx)
+			uro_warn("device %s: no IPv4 address on its netdev; RoCEv2 needs one "
+				 "(IPv6 is not carried yet)",
+				 ctx->dev->ibdev.name);
+		endpoint_free(w);
+		errno = err;
+		return NULL;
+	}
+	w->fd = udp_socket(w->addr);
+	w->ufd = unix_socket(ctx->slot.slot);
+	w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->fd < 0 || w->ufd < 0 || w->kick_fd < 0) {
+		int err = errno;
+
+		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s",
+			 ctx->dev->ibdev.name, strerror(err));
+		endpoint_free(w);
+		errno = err;
+		return NULL;
+	}
+	return w;
+}
+
+struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+
+	if (w)
+		return w;
+	w = endpoint_new(ctx);
+	if (!w)
+		return NULL;
+	__atomic_store_n(&ctx->wire, w, __ATOMIC_RELEASE);
+	/* The progress thread answers the peers while the program sleeps. */
+	uro_progress_kick(ctx);
+	return w;
+}
+
+void uro_wire_close(struct uro_context *ctx)
+{
+	if (!ctx->wire)
+		return;
+	endpoint_free(ctx->wire);
+	ctx->wire = NULL;
+}
+
+int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+		  size_t tlen)
+{
+	uint8_t *icrc = buf + URO_WIRE_HEAD + tlen;
+	uint32_t crc;
+
+	pseudo_headers(buf, w->addr, to->sin_addr.s_addr, htons(URO_ROCE_PORT), tlen);
+	crc = uro_roce_icrc(buf, 20, URO_WIRE_HEAD + tlen);
+	icrc[0] = (uint8_t)crc;
+	icrc[1] = (uint8_t)(crc >> 8);
+	icrc[2] = (uint8_t)(crc >> 16);
+	icrc[3] = (uint8_t)(crc >> 24);
+	w->n.sent++;
+	if (sendto(w->fd, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN, 0,
+		   (const struct sockaddr *)to, sizeof(*to)) >= 0)
+		return 0;
+	/* A full socket buffer is a lost packet: the peer's retry covers it. */
+	return errno == EAGAIN || errno == ENOBUFS ? 0 : errno;
+}
+
+static void forward(struct uro_wire_endpoint *w, unsigned slot, const uint8_t *pkt, size_t len,
+		    const struct forward_head *fh)
+{
+	struct sockaddr_un a;
+	socklen_t alen;
+	struct iovec iov[2] = {{(void *)fh, sizeof(*fh)}, {(void *)pkt, len}};
+	struct msghdr m = {.msg_name = &a, .msg_iov = iov, .msg_iovlen = 2};
+
+	abstract_name(&a, &alen, slot);
+	m.msg_namelen = alen;
+	if (sendmsg(w->ufd, &m, MSG_DONTWAIT) >= 0)
+		w->n.forwarded++;
+	else
+		w->n.no_qp++;
+}
+
+/* The QP a packet names, if it is this process's, on the wire and of the
+ * transport the opcode belongs to. */
+static struct uro_qp *target_qp(struct uro_context *ctx, const struct uro_roce_packet *p)
+{
+	struct uro_qp *qp = ctx->qps[p->dest_qp & (URO_MAX_QP - 1)];
+	enum ibv_qp_type t;
+
+	if (!qp || !qp->wire || qp->qpx.qp_base.qp_num != p->dest_qp)
+		return NULL;
+	t = qp->qpx.qp_base.qp_type;
+	if ((p->op->qp & WIRE_RC) && t == IBV_QPT_RC)
+		return qp;
+	if ((p->op->qp & WIRE_UC) && t == IBV_QPT_UC)
+		return qp;
+	return (p->op->qp & WIRE_UD) && t == IBV_QPT_UD ? qp : NULL;
+}
+
+static int is_response(const struct uro_roce_packet *p)
+{
+	return p->op->op == WIRE_ACK || p->op->op == WIRE_ATOMIC_ACK || p->op->op == WIRE_READ_RESP;
+}
+
+/* One packet: buf holds the pseudo headers and then the transport bytes. */
+static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
+		     const struct forward_head *fh, int forwarded)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	struct uro_roce_packet p;
+	enum uro_roce_drop why;
+	struct uro_qp *qp;
+
+	pseudo_headers(buf, fh->src, fh->dst, fh->sport, tlen - URO_ROCE_ICRC_LEN);
+	why = uro_roce_parse(buf, URO_WIRE_HEAD + tlen, &p);
+	w->n.received++;
+	if (why != ROCE_OK) {
+		w->n.dropped[why]++;
+		return;
+	}
+	if ((p.dest_qp >> 12) != ctx->slot.slot) {
+		if (!forwarded)
+			forward(w, p.dest_qp >> 12, buf + URO_WIRE_HEAD, tlen, fh);
+		else
+			w->n.no_qp++;
+		return;
+	}
+	qp = target_qp(ctx, &p);
+	if (!qp) {
+		w->n.no_qp++;
+		return;
+	}
+	if (p.pkey != URO_DEFAULT_PKEY) {
+		w->n.bad_pkey++;
+		return;
+	}
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
+		uro_wire_ud_receive(ctx, qp, &p, fh->src, fh->dst);
+	else if (is_response(&p))
+		uro_wire_complete(ctx, qp, &p);
+	else
+		uro_wire_respond(ctx, qp, &p);
+}
+
+static int receive_udp(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	struct mmsghdr m[URO_WIRE_BATCH];
+	struct sockaddr_in from[URO_WIRE_BATCH];
+	struct iovec iov[URO_WIRE_BATCH];
+	char cmsg[URO_WIRE_BATCH][CMSG_SPACE(sizeof(struct in_pktinfo))];
+	int n;
+
+	memset(m, 0, sizeof(m));
+	for (int i = 0; i < URO_WIRE_BATCH; i++) {
+		iov[i].iov_base = w->rx[i] + URO_WIRE_HEAD;
+		iov[i].iov_len = URO_WIRE_BUF - URO_WIRE_HEAD;
+		m[i].msg_hdr.msg_name = &from[i];
+		m[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		m[i].msg_hdr.msg_iov = &iov[i];
+		m[i].msg_hdr.msg_iovlen = 1;
+		m[i].msg_hdr.msg_control = cmsg[i];
+		m[i].msg_hdr.msg_controllen = sizeof(cmsg[i]);
+	}
+	n = recvmmsg(w->fd, m, URO_WIRE_BATCH, MSG_DONTWAIT, NULL);
+	for (int i = 0; i < n; i++) {
+		struct forward_head fh = {
+		    .src = from[i].sin_addr.s_addr, .dst = w->addr, .sport = from[i].sin_port};
+
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m[i].msg_hdr); c;
+		     c = CMSG_NXTHDR(&m[i].msg_hdr, c))
+			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
+				fh.dst = ((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr.s_addr;
+		if (m[i].msg_hdr.msg_flags & MSG_TRUNC || m[i].msg_len < URO_ROCE_BTH_LEN) {
+			w->n.dropped[ROCE_TRUNCATED]++;
+			continue;
+		}
+		dispatch(ctx, w->rx[i], m[i].msg_len, &fh, 0);
+	}
+	return n;
+}
+
+/* Packets other processes forwarded: trusted no more than the network's. */
+static int receive_forwarded(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	struct forward_head fh;
+	uint8_t *buf = w->rx[0];
+	struct iovec iov[2] = {{&fh, sizeof(fh)},
+			       {buf + URO_WIRE_HEAD, URO_WIRE_BUF - URO_WIRE_HEAD}};
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+	int n = 0;
+
+	for (; n < URO_WIRE_BATCH; n++) {
+		ssize_t got = recvmsg(w->ufd, &m, MSG_DONTWAIT);
+
+		if (got < 0)
+			break;
+		if ((size_t)got < sizeof(fh) + URO_ROCE_BTH_LEN || (m.msg_flags & MSG_TRUNC)) {
+			w->n.dropped[ROCE_TRUNCATED]++;
+			continue;
+		}
+		dispatch(ctx, buf, (size_t)got - sizeof(fh), &fh, 1);
+	}
+	return n;
+}
+
+static uint64_t tick_all(struct uro_context *ctx)
+{
+	uint64_t next = 0;
+
+	for (unsigned i = 0; i < URO_MAX_QP; i++) {
+		struct uro_qp *qp = ctx->qps[i];
+		uint64_t t;
+
+		if (!qp || !qp->wire || qp->qpx.qp_base.qp_type == IBV_QPT_UD)
+			continue;
+		t = uro_wire_qp_tick(ctx, qp);
+		if (t && (!next || t < next))
+			next = t;
+	}
+	return next;
+}
+
+uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
+{
+	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+	uint64_t next = 0, now;
+	int rounds = 0;
+
+	if (!w)
+		return 0;
+	now = uro_now_ns();
+	if (!wait_for_lock)
+		__atomic_store_n(&w->last_poll_ns, now, __ATOMIC_RELAXED);
+	if (wait_for_lock)
+		pthread_mutex_lock(&w->rx_lock);
+	else if (pthread_mutex_trylock(&w->rx_lock))
+		return 0; /* another thread is at it */
+	while (rounds++ < 8 &&
+	       (receive_udp(ctx) == URO_WIRE_BATCH) + (receive_forwarded(ctx) == URO_WIRE_BATCH))
+		;
+	/* Timers are milliseconds apart: a busy poll looks at them now and
+	 * then, not on every call. */
+	if (wait_for_lock || now - w->last_tick_ns >= URO_WIRE_TICK_NS) {
+		w->last_tick_ns = now;
+		next = tick_all(ctx);
+	}
+	pthread_mutex_unlock(&w->rx_lock);
+	return next;
+}
+
+void uro_wire_idle(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+
+	if (!w)
+		return;
+	__atomic_store_n(&w->last_poll_ns, 0, __ATOMIC_RELAXED);
+	uro_wire_kick(ctx);
+}
+
+int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left)
+{
+	uint64_t now = uro_now_ns(), last = __atomic_load_n(&w->last_poll_ns, __ATOMIC_RELAXED);
+
+	if (now - last >= URO_WIRE_POLLER_NS)
+		return 0;
+	*left = URO_WIRE_POLLER_NS - (now - last);
+	return 1;
+}
+
+void uro_wire_kick(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+	uint64_t one = 1;
+
+	if (w && write(w->kick_fd, &one, sizeof(one)) < 0)
+		return; /* the counter is full: the thread is awake already */
+}

@@ -1,0 +1,428 @@
+/* The requester of a connected QP on the wire (IBTA 9.7.4, 9.8.3): each
+ * WQE is cut into packets by the path MTU and numbered with PSNs, sent
+ * at once (READs and atomics as far as max_rd_atomic allows), and kept
+ * until acknowledged. Silence past the local ACK timeout sends everything
+ * unacknowledged again from the oldest (go-back-N, IBTA 9.7.6.1.3), until
+ * retry_cnt is spent; an RNR NAK waits for the responder's timer first,
+ * until rnr_retry is spent (7: for ever). Completions leave in order. UC
+ * has no acknowledgements: a WQE is complete once sent (IBTA 9.8.3). */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "log.h"
+#include "opcode.h"
+#include "remote_copy.h"
+#include "wire.h"
+
+#define RNR_FOREVER 7
+/* Bytes in flight unacknowledged: what the peer's socket buffer takes
+ * (an unprivileged process cannot raise it past net.core.rmem_max, 208 KiB
+ * by default, and a packet costs about twice its size there). A long
+ * message asks for an ACK every half window, so that it keeps flowing. */
+#define WINDOW_BYTES (48u << 10)
+
+static uint32_t window(const struct uro_qp *qp)
+{
+	uint32_t n = WINDOW_BYTES / qp->wire->mtu;
+
+	return n < 8 ? 8 : n;
+}
+
+/* Whether the packet with this PSN may leave now. */
+static int in_window(const struct uro_qp *qp, uint32_t psn)
+{
+	return uro_psn_diff(psn, qp->wire->acked) <= (int32_t)window(qp);
+}
+
+static struct uro_wire_wqe *at(struct uro_qp_wire *wq, uint32_t i)
+{
+	return &wq->ring[i % wq->cap];
+}
+
+static int is_rc(const struct uro_qp *qp)
+{
+	return qp->qpx.qp_base.qp_type == IBV_QPT_RC;
+}
+
+static int reads_back(uint8_t kind)
+{
+	return kind == URO_OP_READ || kind == URO_OP_ATOMIC;
+}
+
+static void arm(struct uro_qp *qp)
+{
+	qp->wire->deadline = uro_now_ns() + uro_ack_timeout_ns(qp->attr.timeout);
+	qp->wire->rnr_wait = 0;
+}
+
+static uint8_t place_of(uint32_t i, uint32_t n)
+{
+	if (n == 1)
+		return WIRE_ONLY;
+	return i == 0 ? WIRE_FIRST : i == n - 1 ? WIRE_LAST : WIRE_MIDDLE;
+}
+
+static void header(struct uro_roce_packet *pkt, const struct uro_qp *qp, int code, uint32_t psn)
+{
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->opcode = (uint8_t)code;
+	pkt->op = uro_wire_opcode((uint8_t)code);
+	pkt->pkey = URO_DEFAULT_PKEY;
+	pkt->dest_qp = qp->attr.dest_qp_num;
+	pkt->psn = psn & URO_PSN_MASK;
+}
+
+/* Builds pkt into the QP's buffer with its payload taken from the
+ * request's buffers at off, and sends it. A buffer the program unmapped
+ * under its key is the local protection error a NIC reports. */
+static enum ibv_wc_status send_packet(struct uro_context *ctx, struct uro_qp *qp,
+				      struct uro_roce_packet *pkt, const struct iovec *liov, int nl,
+				      uint64_t off)
+{
+	struct uro_qp_wire *wq = qp->wire;
+	size_t hdr = URO_ROCE_BTH_LEN + uro_wire_hdrs_len(pkt->op->hdrs);
+	size_t tlen = uro_roce_build(pkt, wq->tx + URO_WIRE_HEAD);
+	struct iovec dst = {wq->tx + URO_WIRE_HEAD + hdr, pkt->payload_len}, src[URO_MAX_SGE];
+	int ns = uro_iov_slice(liov, nl, off, pkt->payload_len, src);
+
+	if (pkt->payload_len &&
+	    uro_remote_copy(&ctx->self, 0, &dst, 1, src, ns, pkt->payload_len, NULL))
+		return IBV_WC_LOC_PROT_ERR;
+	uro_wire_send(ctx->wire, &wq->peer, wq->tx, tlen);
+	return IBV_WC_SUCCESS;
+}
+
+/* Sends the message's packets from q->tx on, as far as the window goes. */
+static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *qp,
+				       struct uro_wire_wqe *q, const struct iovec *liov, int nl,
+				       uint64_t len)
+{
+	const struct ibv_send_wr *wr = &q->p.wr;
+	const struct uro_opcode *op = uro_opcode(wr->opcode);
+	enum uro_wire_op wop = q->kind == URO_OP_SEND ? WIRE_SEND : WIRE_WRITE;
+	enum uro_wire_qp t = is_rc(qp) ? WIRE_RC : WIRE_UC;
+	uint32_t mtu = qp->wire->mtu, half = window(qp) / 2;
+
+	for (uint32_t i = q->tx; i < q->npsn; i = ++q->tx) {
+		uint8_t pos = place_of(i, q->npsn);
+		uint8_t extra = (pos & WIRE_LAST) ? (op->imm   ? HDR_IMMDT
+						     : op->inv ? HDR_IETH
+							       : 0)
+						  : 0;
+		uint64_t off = (uint64_t)i * mtu;
+		struct uro_roce_packet pkt;
+		enum ibv_wc_status st;
+
+		header(&pkt, qp, uro_wire_code(wop, t, pos, extra), q->psn + i);
+		if (is_rc(qp) && !in_window(qp, q->psn + i))
+			return IBV_WC_SUCCESS; /* the rest when ACKs open the window */
+		pkt.ack_req = (pos & WIRE_LAST) || i % half == half - 1;
+		pkt.se = (pos & WIRE_LAST) && (wr->send_flags & IBV_SEND_SOLICITED);
+		pkt.reth.va = wr->wr.rdma.remote_addr;
+		pkt.reth.rkey = wr->wr.rdma.rkey;
+		pkt.reth.len = (uint32_t)len;
+		pkt.imm = ntohl(wr->imm_data);
+		pkt.inv_rkey = wr->invalidate_rkey;
+		pkt.payload_len = (uint32_t)(len - off < mtu ? len - off : mtu);
+		st = send_packet(ctx, qp, &pkt, liov, nl, off);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/* A READ asks for at most a window of responses at a time: the rest in
+ * further READ requests for the rest of the range, with the PSNs that
+ * follow, as a retried READ asks for part of its range (IBTA 9.7.5.1.4);
+ * all the responses at once would overflow this side's socket buffer. */
+static void send_read(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire_wqe *q,
+		      uint64_t len)
+{
+	const struct ibv_send_wr *wr = &q->p.wr;
+	uint32_t mtu = qp->wire->mtu;
+
+	while (q->tx < q->npsn) {
+		uint32_t n = q->npsn - q->tx < window(qp) ? q->npsn - q->tx : window(qp);
+		uint64_t off = (uint64_t)q->tx * mtu;
+		struct uro_roce_packet pkt;
+
+		if (!in_window(qp, q->psn + q->tx + n - 1))
+			return;
+		header(&pkt, qp, uro_wire_code(WIRE_READ_REQ, WIRE_RC, WIRE_ONLY, 0),
+		       q->psn + q->tx);
+		pkt.ack_req = 1;
+		pkt.reth.va = wr->wr.rdma.remote_addr + off;
+		pkt.reth.rkey = wr->wr.rdma.rkey;
+		pkt.reth.len =
+		    (uint32_t)(len - off < (uint64_t)n * mtu ? len - off : (uint64_t)n * mtu);
+		send_packet(ctx, qp, &pkt, NULL, 0, 0);
+		q->tx += n;
+	}
+}
+
+/* AtomicETH (IBTA 9.3.5): swap or add data, then compare data. */
+static void send_atomic(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire_wqe *q)
+{
+	const struct ibv_send_wr *wr = &q->p.wr;
+	int cas = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+	struct uro_roce_packet pkt;
+
+	header(&pkt, qp, uro_wire_code(cas ? WIRE_CMP_SWAP : WIRE_FETCH_ADD, WIRE_RC, WIRE_ONLY, 0),
+	       q->psn);
+	pkt.ack_req = 1;
+	pkt.atomic.va = wr->wr.atomic.remote_addr;
+	pkt.atomic.rkey = wr->wr.atomic.rkey;
+	pkt.atomic.swap_add = cas ? wr->wr.atomic.swap : wr->wr.atomic.compare_add;
+	pkt.atomic.compare = cas ? wr->wr.atomic.compare_add : 0;
+	send_packet(ctx, qp, &pkt, NULL, 0, 0);
+	q->tx = 1;
+}
+
+/* PSNs a WQE takes: one per packet, one per READ response (IBTA 9.7.1). */
+static uint32_t psns_of(uint8_t kind, uint64_t len, uint32_t mtu)
+{
+	if (kind == URO_OP_ATOMIC)
+		return 1;
+	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
+}
+
+/* Sends (or sends again) one WQE; its PSNs are given the first time. */
+static void transmit(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire_wqe *q)
+{
+	const struct ibv_send_wr *wr = &q->p.wr;
+	struct iovec liov[URO_MAX_SGE];
+	enum ibv_wc_status st;
+	uint64_t len;
+	int nl;
+
+	if (q->kind == URO_OP_BIND_MW || q->kind == URO_OP_LOCAL_INV) {
+		q->status = (uint8_t)uro_mw_execute(ctx, qp, wr); /* no packet leaves */
+		q->done = q->sent = 1;
+		return;
+	}
+	if (q->kind == URO_OP_ATOMIC_WRITE) {
+		q->status = IBV_WC_LOC_QP_OP_ERR; /* not carried on the wire yet */
+		q->done = q->sent = 1;
+		return;
+	}
+	st = uro_send_gather(ctx, qp, wr, reads_back(q->kind), liov, &nl, &len);
+	if (st == IBV_WC_SUCCESS && q->kind == URO_OP_ATOMIC && len != 8)
+		st = IBV_WC_LOC_LEN_ERR;
+	if (st != IBV_WC_SUCCESS) {
+		q->status = (uint8_t)st;
+		q->done = q->sent = 1;
+		return;
+	}
+	if (!q->sent) {
+		q->npsn = psns_of(q->kind, len, qp->wire->mtu);
+		q->psn = qp->wire->psn;
+		qp->wire->psn = (qp->wire->psn + q->npsn) & URO_PSN_MASK;
+		q->byte_len = (uint32_t)len;
+		q->sent = 1;
+		q->tx = 0;
+	}
+	if (q->kind == URO_OP_READ)
+		send_read(ctx, qp, q, len);
+	else if (q->kind == URO_OP_ATOMIC)
+		send_atomic(ctx, qp, q);
+	else if ((st = send_message(ctx, qp, q, liov, nl, len)) != IBV_WC_SUCCESS) {
+		q->status = (uint8_t)st;
+		q->done = 1;
+	}
+	/* UC: nothing comes back (IBTA 9.8.3). */
+	if (!is_rc(qp))
+		q->done = 1;
+}
+
+void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = qp->wire;
+	unsigned rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+	/* An RNR wait holds everything back until its timer (IBTA 9.7.5.2.8). */
+	if (wq->rnr_wait)
+		return;
+	if (wq->partial) {
+		struct uro_wire_wqe *q = at(wq, wq->next - 1);
+
+		transmit(ctx, qp, q);
+		wq->partial = !q->done && q->tx < q->npsn;
+	}
+	while (!wq->partial && wq->next != wq->tail) {
+		struct uro_wire_wqe *q = at(wq, wq->next);
+
+		if (reads_back(q->kind) && wq->rd_out >= rd_max)
+			break;
+		transmit(ctx, qp, q);
+		if (!q->done && !q->tx)
+			break; /* not a packet fits the window yet */
+		wq->next++;
+		if (reads_back(q->kind) && !q->done)
+			wq->rd_out++;
+		if (!q->done && !wq->deadline)
+			arm(qp);
+		/* The rest when ACKs open the window. */
+		wq->partial = !q->done && q->tx < q->npsn;
+	}
+	uro_wire_retire(ctx, qp);
+}
+
+/* Every WQE from head to tail completes with WR_FLUSH_ERR (IBTA 10.8.3.1). */
+static void flush(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = qp->wire;
+
+	for (; wq->head != wq->tail; wq->head++) {
+		struct uro_wire_wqe *q = at(wq, wq->head);
+
+		uro_send_complete(ctx, qp, &q->p.wr, q->p.seq, IBV_WC_WR_FLUSH_ERR, 0);
+	}
+	wq->next = wq->tail;
+	wq->deadline = 0;
+	wq->rnr_wait = 0;
+	wq->rd_out = 0;
+	wq->partial = 0;
+}
+
+void uro_wire_retire(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = qp->wire;
+
+	while (wq->head != wq->next && at(wq, wq->head)->done) {
+		struct uro_wire_wqe *q = at(wq, wq->head++);
+
+		uro_send_complete(ctx, qp, &q->p.wr, q->p.seq, (enum ibv_wc_status)q->status,
+				  q->byte_len);
+		if (q->status != IBV_WC_SUCCESS) {
+			uro_requester_error(ctx, qp);
+			flush(ctx, qp);
+			return;
+		}
+	}
+	if (wq->head == wq->next)
+		wq->deadline = 0;
+}
+
+void uro_wire_fail(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status)
+{
+	struct uro_qp_wire *wq = qp->wire;
+	struct uro_wire_wqe *q;
+
+	uro_wire_retire(ctx, qp);
+	if (wq->head == wq->next)
+		return;
+	q = at(wq, wq->head);
+	q->status = (uint8_t)status;
+	q->done = 1;
+	uro_wire_retire(ctx, qp);
+}
+
+void uro_wire_go_back(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = qp->wire;
+
+	uro_wire_retire(ctx, qp);
+	wq->next = wq->head;
+	while (wq->next != wq->tail && at(wq, wq->next)->done)
+		wq->next++;
+	for (uint32_t i = wq->next; i != wq->tail; i++) {
+		at(wq, i)->tx = 0;
+		at(wq, i)->got = 0;
+	}
+	wq->rd_out = 0;
+	wq->deadline = 0;
+	wq->rnr_wait = 0;
+	wq->partial = 0;
+	ctx->wire->n.retransmits++;
+	uro_wire_push(ctx, qp);
+}
+
+uint64_t uro_wire_qp_tick(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = qp->wire;
+	int locked = uro_mt_lock(&qp->sq_lock);
+	uint32_t state = uro_qp_state(qp->pub);
+	uint64_t now = uro_now_ns(), left = 0;
+	int forever;
+
+	if ((state == IBV_QPS_ERR || state == IBV_QPS_SQE) && wq->head != wq->tail) {
+		uro_wire_retire(ctx, qp);
+		flush(ctx, qp);
+	} else if (wq->deadline && now >= wq->deadline) {
+		if (wq->rnr_wait) {
+			uro_wire_go_back(ctx, qp);
+		} else {
+			/* timeout 0 waits for ever (IBTA 9.7.6.1.3). */
+			forever = qp->attr.timeout == 0;
+			if (!forever && wq->retry_left == 0) {
+				uro_wire_fail(ctx, qp, IBV_WC_RETRY_EXC_ERR);
+			} else {
+				if (!forever)
+					wq->retry_left--;
+				uro_wire_go_back(ctx, qp);
+			}
+		}
+	}
+	if (wq->deadline)
+		left = wq->deadline > now ? wq->deadline - now : 1;
+	uro_mt_unlock(&qp->sq_lock, locked);
+	return left;
+}
+
+/* An RNR NAK for the WQE at head: wait, or give up (IBTA 9.7.5.2.8). */
+void uro_wire_rnr(struct uro_context *ctx, struct uro_qp *qp, uint8_t timer)
+{
+	struct uro_qp_wire *wq = qp->wire;
+
+	ctx->wire->n.rnr_naks_received++;
+	if (qp->attr.rnr_retry != RNR_FOREVER) {
+		if (wq->rnr_left == 0) {
+			uro_wire_fail(ctx, qp, IBV_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		wq->rnr_left--;
+	}
+	wq->deadline = uro_now_ns() + uro_rnr_timer_ns(timer);
+	wq->rnr_wait = 1;
+}
+
+static int post_one(struct uro_context *ctx, struct uro_qp *qp, struct ibv_send_wr *wr)
+{
+	struct uro_qp_wire *wq = qp->wire;
+	const struct uro_opcode *op;
+	struct uro_wire_wqe *q;
+	int err = uro_send_validate(qp, wr);
+
+	if (err)
+		return err;
+	op = uro_opcode(wr->opcode);
+	q = at(wq, wq->tail);
+	memset(q, 0, sizeof(*q));
+	uro_pending_copy(&q->p, wr, qp->sq_posted++);
+	q->kind = (uint8_t)op->kind;
+	/* In ERR a request is flushed at once (IBTA 10.8.3.1). */
+	if (uro_qp_state(qp->pub) == IBV_QPS_ERR) {
+		uro_send_complete(ctx, qp, &q->p.wr, q->p.seq, IBV_WC_WR_FLUSH_ERR, 0);
+		return 0;
+	}
+	wq->tail++;
+	return 0;
+}
+
+int uro_wire_post_send(struct uro_context *ctx, struct uro_qp *qp, struct ibv_send_wr *wr,
+		       struct ibv_send_wr **bad)
+{
+	int locked = uro_mt_lock(&qp->sq_lock);
+	int err = 0;
+
+	for (; wr; wr = wr->next)
+		if ((err = post_one(ctx, qp, wr)))
+			break;
+	/* A drained send queue (SQD) starts nothing new (IBTA 10.3.1). */
+	if (uro_qp_state(qp->pub) != IBV_QPS_SQD)
+		uro_wire_push(ctx, qp);
+	uro_mt_unlock(&qp->sq_lock, locked);
+	if (err)
+		*bad = wr;
+	return err;
+}

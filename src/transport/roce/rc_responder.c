@@ -1,0 +1,476 @@
+/* The responder of a connected QP on the wire (IBTA 9.7.5.1, 9.8.3): the
+ * packet with the expected PSN is executed against this process's own
+ * tables with the rules the shared-memory path applies (keys, access,
+ * receives; segment_ops.h), and acknowledged when it asks; an earlier PSN
+ * is a duplicate, answered without executing it twice; a later one is a
+ * sequence error, NAKed once. A fault moves the QP to ERR and is NAKed
+ * with the code the requester turns into the same completion status the
+ * shared-memory path gives. UC sends no acknowledgement: a message with a
+ * missing packet is dropped (IBTA 9.8.3). */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "memory_window.h"
+#include "opcode.h"
+#include "remote_copy.h"
+#include "segment_ops.h"
+#include "wire.h"
+
+/* What a packet came to: done, or the NAK it earns (IBTA 9.7.5.2.4). */
+enum result {
+	R_OK = -1,
+	R_RNR = -2,
+	R_DROP = -3,
+	R_NAK_INV = 1,	  /* invalid request */
+	R_NAK_ACCESS = 2, /* remote access error */
+	R_NAK_OP = 3,	  /* remote operational error */
+};
+
+#define SYNDROME_ACK	 0x1f /* ACK, no credits: end-to-end credits unused */
+#define SYNDROME_RNR(t)	 (0x20 | ((t)&31))
+#define SYNDROME_NAK(c)	 (0x60 | (c))
+#define NAK_PSN_SEQUENCE 0
+
+static int is_rc(const struct uro_qp *qp)
+{
+	return qp->qpx.qp_base.qp_type == IBV_QPT_RC;
+}
+
+static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t psn,
+		  uint8_t syndrome, const struct uro_roce_packet *extra)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	struct uro_roce_packet pkt;
+	size_t tlen;
+
+	if (extra)
+		pkt = *extra;
+	else
+		memset(&pkt, 0, sizeof(pkt));
+	pkt.opcode = (uint8_t)code;
+	pkt.op = uro_wire_opcode((uint8_t)code);
+	pkt.pkey = URO_DEFAULT_PKEY;
+	pkt.dest_qp = qp->attr.dest_qp_num;
+	pkt.psn = psn & URO_PSN_MASK;
+	pkt.aeth.syndrome = syndrome;
+	pkt.aeth.msn = qp->wire->rq.msn;
+	tlen = uro_roce_build(&pkt, w->tx + URO_WIRE_HEAD);
+	uro_wire_send(w, &qp->wire->peer, w->tx, tlen);
+}
+
+static void send_ack(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	reply(ctx, qp, uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0), psn, syndrome, NULL);
+}
+
+static uint32_t recv_pd(struct uro_context *ctx, const struct uro_qp *qp)
+{
+	const struct uro_seg_srq *srq = uro_peer_srq(&ctx->self, qp->pub->srq);
+
+	return qp->pub->srq ? (srq ? srq->pd : 0) : qp->pub->pd;
+}
+
+/* The receive's completion in error; the QP enters ERR (IBTA 9.9.3.1.2). */
+static enum result recv_error(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status,
+			      enum result nak)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	struct uro_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.wr_id = rq->recv.wr_id;
+	e.status = status;
+	e.opcode = IBV_WC_RECV;
+	e.qp_num = qp->qpx.qp_base.qp_num;
+	uro_deliver(&ctx->self, qp->pub->recv_cq, &e, 1);
+	rq->has_recv = rq->in_send = 0;
+	uro_qp_error(&ctx->self, qp->pub);
+	return nak;
+}
+
+static enum result take_recv(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+
+	if (rq->has_recv)
+		return R_OK; /* kept from a message UC dropped, or an RNR retry */
+	if (uro_take_recv(&ctx->self, qp->pub, &rq->recv)) {
+		ctx->wire->n.rnr_naks_sent++;
+		return R_RNR;
+	}
+	rq->has_recv = 1;
+	return R_OK;
+}
+
+/* A SEND's payload at offset off of its receive, the receive's keys held
+ * for the copy (key_hold.h). */
+static enum result place(struct uro_context *ctx, struct uro_qp *qp,
+			 const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	struct iovec riov[URO_MAX_SGE], dst[URO_MAX_SGE],
+	    src = {(void *)pkt->payload, pkt->payload_len};
+	struct uro_holds h;
+	uint64_t cap;
+	int nr, nd, err;
+
+	if (!pkt->payload_len)
+		return R_OK;
+	uro_holds_init(&h, 0);
+	if (uro_hold_sges(&ctx->self, rq->recv.sge, rq->recv.num_sge, &h) ||
+	    uro_sge_iov(&ctx->self, recv_pd(ctx, qp), rq->recv.sge, rq->recv.num_sge, 1, riov, &nr,
+			&cap)) {
+		uro_release(&h);
+		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
+	}
+	if (rq->off + pkt->payload_len > cap) {
+		uro_release(&h);
+		return recv_error(ctx, qp, IBV_WC_LOC_LEN_ERR, R_NAK_INV);
+	}
+	nd = uro_iov_slice(riov, nr, rq->off, pkt->payload_len, dst);
+	err = uro_remote_copy(&ctx->self, 1, &src, 1, dst, nd, pkt->payload_len, &h);
+	uro_release(&h);
+	if (err)
+		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
+	rq->off += pkt->payload_len;
+	return R_OK;
+}
+
+static void complete_recv(struct uro_context *ctx, struct uro_qp *qp,
+			  const struct uro_roce_packet *pkt, enum ibv_wc_opcode opcode,
+			  uint32_t byte_len)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	struct uro_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.wr_id = rq->recv.wr_id;
+	e.opcode = opcode;
+	e.byte_len = byte_len;
+	e.qp_num = qp->qpx.qp_base.qp_num;
+	e.src_qp = qp->attr.dest_qp_num;
+	if (pkt->op->hdrs & HDR_IMMDT) {
+		e.imm_data = htonl(pkt->imm);
+		e.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (pkt->op->hdrs & HDR_IETH) {
+		e.imm_data = pkt->inv_rkey; /* the union's invalidated_rkey */
+		e.wc_flags |= IBV_WC_WITH_INV;
+	}
+	rq->has_recv = 0;
+	uro_deliver(&ctx->self, qp->pub->recv_cq, &e, pkt->se);
+}
+
+static enum result send_packet(struct uro_context *ctx, struct uro_qp *qp,
+			       const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	enum result r;
+
+	if ((!(pkt->op->pos & WIRE_FIRST)) != rq->in_send)
+		return is_rc(qp) ? R_NAK_INV : R_DROP; /* out-of-sequence opcode */
+	if (pkt->op->pos & WIRE_FIRST) {
+		if ((r = take_recv(ctx, qp)) != R_OK)
+			return r;
+		rq->in_send = 1;
+		rq->off = 0;
+	}
+	if ((r = place(ctx, qp, pkt)) != R_OK)
+		return r;
+	if (!(pkt->op->pos & WIRE_LAST))
+		return R_OK;
+	/* The responder invalidates the window first (IBTA 10.6.7.2.3). */
+	if ((pkt->op->hdrs & HDR_IETH) &&
+	    uro_mw_invalidate(&ctx->self, qp->pub->pd, qp->pub->qpn, pkt->inv_rkey))
+		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
+	rq->in_send = 0;
+	complete_recv(ctx, qp, pkt, IBV_WC_RECV, (uint32_t)rq->off);
+	return R_OK;
+}
+
+/* [va, va+len) of this process under rkey, for access; held in h. A
+ * zero-length transfer names no memory (IBTA C9-88). */
+static enum result local_range(struct uro_context *ctx, struct uro_qp *qp, uint32_t rkey,
+			       uint64_t va, uint64_t len, unsigned access, struct iovec *out,
+			       struct uro_holds *h)
+{
+	uint64_t addr = 0;
+
+	uro_holds_init(h, 1);
+	if (len && uro_hold(&ctx->self, rkey, h))
+		return R_DROP; /* too busy to answer: the requester retries */
+	if (!(qp->pub->access & access) ||
+	    (len &&
+	     uro_rkey_check(&ctx->self, qp->pub->pd, qp->pub->qpn, rkey, va, len, access, &addr))) {
+		uro_release(h);
+		uro_qp_error(&ctx->self, qp->pub);
+		return R_NAK_ACCESS;
+	}
+	out->iov_base = (void *)(uintptr_t)addr;
+	out->iov_len = len;
+	return R_OK;
+}
+
+static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
+				const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	struct iovec src = {(void *)pkt->payload, pkt->payload_len}, dst;
+	struct uro_holds h;
+	enum result r;
+	int err;
+
+	if ((!(pkt->op->pos & WIRE_FIRST)) != rq->in_write)
+		return is_rc(qp) ? R_NAK_INV : R_DROP;
+	if (pkt->op->pos & WIRE_FIRST) {
+		rq->rkey = pkt->reth.rkey;
+		rq->va = pkt->reth.va;
+		rq->left = pkt->reth.len;
+		rq->off = 0;
+	}
+	if (pkt->payload_len > rq->left)
+		return R_NAK_INV;
+	/* With immediate data the message consumes a receive (IBTA 9.4.3). */
+	if ((pkt->op->hdrs & HDR_IMMDT) && (r = take_recv(ctx, qp)) != R_OK)
+		return r;
+	r = local_range(ctx, qp, rq->rkey, rq->va + rq->off, pkt->payload_len,
+			IBV_ACCESS_REMOTE_WRITE, &dst, &h);
+	if (r != R_OK)
+		return r;
+	err = pkt->payload_len
+		  ? uro_remote_copy(&ctx->self, 1, &src, 1, &dst, 1, pkt->payload_len, &h)
+		  : 0;
+	uro_release(&h);
+	if (err) {
+		uro_qp_error(&ctx->self, qp->pub);
+		return R_NAK_ACCESS;
+	}
+	rq->in_write = !(pkt->op->pos & WIRE_LAST);
+	rq->off += pkt->payload_len;
+	rq->left -= pkt->payload_len;
+	if (pkt->op->pos & WIRE_LAST) {
+		if (rq->left)
+			return R_NAK_INV; /* shorter than its RETH said */
+		if (pkt->op->hdrs & HDR_IMMDT)
+			complete_recv(ctx, qp, pkt, IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)rq->off);
+	}
+	return R_OK;
+}
+
+/* READ responses for [va, va+len) from psn on (IBTA 9.7.5.1.4): executed
+ * again for a duplicate request, as the spec allows. */
+static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
+				const struct uro_roce_packet *pkt, uint32_t *npsn)
+{
+	uint32_t mtu = qp->wire->mtu, len = pkt->reth.len;
+	uint32_t n = len ? (len + mtu - 1) / mtu : 1;
+	struct uro_wire_endpoint *w = ctx->wire;
+	struct uro_holds h;
+	struct iovec whole;
+	enum result r = local_range(ctx, qp, pkt->reth.rkey, pkt->reth.va, len,
+				    IBV_ACCESS_REMOTE_READ, &whole, &h);
+
+	if (r != R_OK)
+		return r;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t pos = n == 1	   ? WIRE_ONLY
+			      : i == 0	   ? WIRE_FIRST
+			      : i == n - 1 ? WIRE_LAST
+					   : WIRE_MIDDLE;
+		uint32_t off = i * mtu, plen = len - off < mtu ? len - off : mtu;
+		struct uro_roce_packet resp;
+		struct iovec src = {(char *)whole.iov_base + off, plen}, dst;
+		size_t tlen;
+
+		memset(&resp, 0, sizeof(resp));
+		resp.opcode = (uint8_t)uro_wire_code(WIRE_READ_RESP, WIRE_RC, pos, 0);
+		resp.op = uro_wire_opcode(resp.opcode);
+		resp.pkey = URO_DEFAULT_PKEY;
+		resp.dest_qp = qp->attr.dest_qp_num;
+		resp.psn = (pkt->psn + i) & URO_PSN_MASK;
+		resp.aeth.syndrome = SYNDROME_ACK;
+		resp.aeth.msn = qp->wire->rq.msn;
+		resp.payload_len = plen;
+		tlen = uro_roce_build(&resp, w->tx + URO_WIRE_HEAD);
+		dst.iov_base =
+		    w->tx + URO_WIRE_HEAD + URO_ROCE_BTH_LEN + uro_wire_hdrs_len(resp.op->hdrs);
+		dst.iov_len = plen;
+		if (plen && uro_remote_copy(&ctx->self, 0, &dst, 1, &src, 1, plen, &h)) {
+			uro_release(&h);
+			uro_qp_error(&ctx->self, qp->pub);
+			return R_NAK_ACCESS;
+		}
+		uro_wire_send(w, &qp->wire->peer, w->tx, tlen);
+	}
+	uro_release(&h);
+	*npsn = n;
+	return R_OK;
+}
+
+static void atomic_reply(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, uint64_t v)
+{
+	struct uro_roce_packet extra;
+
+	memset(&extra, 0, sizeof(extra));
+	extra.atomic_ack = v;
+	reply(ctx, qp, uro_wire_code(WIRE_ATOMIC_ACK, WIRE_RC, WIRE_ONLY, 0), psn, SYNDROME_ACK,
+	      &extra);
+}
+
+/* Under the process's atomic lock, which the shared-memory path's
+ * initiators take too, so atomics from both paths are atomic together. */
+static enum result atomic_request(struct uro_context *ctx, struct uro_qp *qp,
+				  const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	uint64_t old, new;
+	struct iovec self = {&old, 8}, dst;
+	struct uro_holds h;
+	enum result r;
+	int err;
+
+	if (pkt->atomic.va & 7) {
+		uro_qp_error(&ctx->self, qp->pub);
+		return R_NAK_INV;
+	}
+	r = local_range(ctx, qp, pkt->atomic.rkey, pkt->atomic.va, 8, IBV_ACCESS_REMOTE_ATOMIC,
+			&dst, &h);
+	if (r != R_OK)
+		return r;
+	if (uro_atomic_lock(&ctx->self.hdr->atomic_lock)) {
+		uro_release(&h);
+		return R_DROP;
+	}
+	err = uro_remote_copy(&ctx->self, 0, &self, 1, &dst, 1, 8, &h);
+	if (!err) {
+		if (pkt->op->op == WIRE_FETCH_ADD)
+			new = old + pkt->atomic.swap_add;
+		else
+			new = old == pkt->atomic.compare ? pkt->atomic.swap_add : old;
+		self.iov_base = &new;
+		err = uro_remote_copy(&ctx->self, 1, &self, 1, &dst, 1, 8, &h);
+	}
+	pthread_mutex_unlock(&ctx->self.hdr->atomic_lock);
+	uro_release(&h);
+	if (err) {
+		uro_qp_error(&ctx->self, qp->pub);
+		return R_NAK_ACCESS;
+	}
+	rq->replay[rq->replay_next].psn = pkt->psn;
+	rq->replay[rq->replay_next].value = old;
+	rq->replay[rq->replay_next].valid = 1;
+	rq->replay_next = (rq->replay_next + 1) % (URO_MAX_RD_ATOMIC + 1);
+	rq->msn = (rq->msn + 1) & URO_PSN_MASK;
+	atomic_reply(ctx, qp, pkt->psn, old);
+	return R_OK;
+}
+
+/* IBTA 9.7.5.1.1: a duplicate SEND or WRITE is acknowledged again, not
+ * executed; a READ is executed again; an atomic is answered from the
+ * saved result. */
+static void duplicate(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	uint32_t n;
+
+	ctx->wire->n.duplicates++;
+	switch (pkt->op->op) {
+	case WIRE_READ_REQ:
+		read_request(ctx, qp, pkt, &n);
+		return;
+	case WIRE_CMP_SWAP:
+	case WIRE_FETCH_ADD:
+		for (unsigned i = 0; i <= URO_MAX_RD_ATOMIC; i++)
+			if (rq->replay[i].valid && rq->replay[i].psn == pkt->psn)
+				atomic_reply(ctx, qp, pkt->psn, rq->replay[i].value);
+		return;
+	default:
+		if (pkt->ack_req)
+			send_ack(ctx, qp, rq->epsn - 1, SYNDROME_ACK);
+	}
+}
+
+static enum result execute(struct uro_context *ctx, struct uro_qp *qp,
+			   const struct uro_roce_packet *pkt, uint32_t *npsn)
+{
+	enum result r;
+
+	*npsn = 1;
+	switch (pkt->op->op) {
+	case WIRE_SEND:
+		r = send_packet(ctx, qp, pkt);
+		break;
+	case WIRE_WRITE:
+		r = write_packet(ctx, qp, pkt);
+		break;
+	case WIRE_READ_REQ:
+		return read_request(ctx, qp, pkt, npsn);
+	default:
+		return atomic_request(ctx, qp, pkt);
+	}
+	if (r == R_OK && (pkt->op->pos & WIRE_LAST))
+		qp->wire->rq.msn = (qp->wire->rq.msn + 1) & URO_PSN_MASK;
+	return r;
+}
+
+/* UC: a packet out of sequence ends the message being received, which
+ * is dropped; the next message starts afresh (IBTA 9.8.3). */
+static void uc_packet(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	uint32_t npsn;
+
+	if (pkt->psn != rq->epsn) {
+		ctx->wire->n.out_of_sequence++;
+		rq->in_send = rq->in_write = 0;
+	}
+	rq->epsn = (pkt->psn + 1) & URO_PSN_MASK;
+	if (execute(ctx, qp, pkt, &npsn) != R_OK)
+		rq->in_send = rq->in_write = 0;
+}
+
+void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	uint32_t state = uro_qp_state(qp->pub), npsn;
+	int32_t d;
+	enum result r;
+
+	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQD)
+		return; /* not accepting packets: the requester's timer runs out */
+	if (!is_rc(qp)) {
+		uc_packet(ctx, qp, pkt);
+		return;
+	}
+	d = uro_psn_diff(pkt->psn, rq->epsn);
+	if (d < 0) {
+		duplicate(ctx, qp, pkt);
+		return;
+	}
+	if (d > 0) {
+		ctx->wire->n.out_of_sequence++;
+		if (!rq->nak_sent) {
+			ctx->wire->n.seq_naks_sent++;
+			send_ack(ctx, qp, rq->epsn, SYNDROME_NAK(NAK_PSN_SEQUENCE));
+			rq->nak_sent = 1;
+		}
+		return;
+	}
+	rq->nak_sent = 0;
+	r = execute(ctx, qp, pkt, &npsn);
+	if (r == R_OK) {
+		rq->epsn = (rq->epsn + npsn) & URO_PSN_MASK;
+		if (pkt->ack_req && (pkt->op->op == WIRE_SEND || pkt->op->op == WIRE_WRITE))
+			send_ack(ctx, qp, pkt->psn, SYNDROME_ACK);
+		return;
+	}
+	if (r == R_DROP)
+		return;
+	rq->nak_sent = 1;
+	if (r != R_RNR && uro_qp_state(qp->pub) != IBV_QPS_ERR)
+		uro_qp_error(&ctx->self, qp->pub); /* an out-of-sequence opcode, a bad length */
+	if (r == R_RNR)
+		send_ack(ctx, qp, pkt->psn, SYNDROME_RNR(qp->attr.min_rnr_timer));
+	else
+		send_ack(ctx, qp, pkt->psn, SYNDROME_NAK(r));
+}

@@ -1,0 +1,189 @@
+/* The RoCEv2 transport (design.md decision 5): what a QP whose peer is on
+ * another host keeps, and what the verbs layer calls. Requests go out as
+ * RoCEv2 packets in UDP datagrams to port 4791; the process's progress
+ * thread, and the program's own polls, take what comes back. */
+#ifndef URO_WIRE_H
+#define URO_WIRE_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "objects.h"
+#include "packet.h"
+#include "cq_ring.h"
+#include "recv_queue.h"
+#include "segment_ops.h"
+
+#define URO_WIRE_BATCH 16
+/* An IPv4 header and a UDP header, written in front of each packet only to
+ * compute its ICRC: the kernel writes the real ones. */
+#define URO_WIRE_HEAD	 28
+#define URO_WIRE_BUF	 (URO_WIRE_HEAD + URO_ROCE_BTH_LEN + 64 + 4096 + URO_ROCE_ICRC_LEN)
+#define URO_PSN_MASK	 0xffffffu
+#define URO_DEFAULT_PKEY 0xffff
+/* How often a busy poll fires the timers. */
+#define URO_WIRE_TICK_NS (100 * 1000ull)
+/* A program that polled this recently is taking its packets itself: the
+ * progress thread does not wake for them (design.md decision 5). */
+#define URO_WIRE_POLLER_NS (1000 * 1000ull)
+
+/* What the endpoint counts; `uroce stat` will read them (issue 12). */
+struct uro_wire_counters {
+	uint64_t sent, received, forwarded, retransmits, rnr_naks_received, seq_naks_received;
+	uint64_t rnr_naks_sent, seq_naks_sent, duplicates, out_of_sequence;
+	uint64_t dropped[ROCE_DROP_REASONS];
+	uint64_t no_qp, bad_pkey, bad_qkey, no_receive;
+};
+
+/* One per context with a QP on the wire. */
+struct uro_wire_endpoint {
+	int fd;			 /* UDP, the link's IPv4 address, port 4791, SO_REUSEADDR */
+	int ufd;		 /* abstract unix datagrams: packets other processes forwarded */
+	int kick_fd;		 /* eventfd: wakes the progress thread */
+	uint32_t addr;		 /* the link's IPv4 address, network order */
+	pthread_mutex_t rx_lock; /* one receiver at a time: the responders' state */
+	uint8_t (*rx)[URO_WIRE_BUF];
+	uint8_t tx[URO_WIRE_BUF]; /* the responders' packets, under rx_lock */
+	uint64_t last_poll_ns;	  /* the program's last poll */
+	uint64_t last_tick_ns;	  /* the last pass over the timers */
+	struct uro_wire_counters n;
+};
+
+/* A send WQE on the wire: transmitted, then kept until acknowledged. */
+struct uro_wire_wqe {
+	struct uro_pending p; /* the request, its SGEs, its inline data */
+	uint32_t psn;	      /* its first PSN */
+	uint32_t npsn;	      /* PSNs it takes: its packets, or a READ's responses */
+	uint32_t got;	      /* READ responses placed, in order */
+	uint32_t tx;	      /* its packets sent so far (this round) */
+	uint32_t byte_len;
+	uint8_t kind; /* enum uro_op_kind */
+	uint8_t done;
+	uint8_t sent;
+	uint8_t status; /* a local error found at transmit */
+};
+
+/* The responder's side of a connected QP (IBTA 9.7.5). */
+struct uro_wire_rq {
+	uint32_t epsn; /* the expected PSN */
+	uint32_t msn;  /* messages completed, mod 2^24 */
+	int nak_sent;  /* a NAK stands for epsn: later packets wait for the retry */
+	/* The message being received: a SEND's receive and where it is, or a
+	 * WRITE's key and address. */
+	int in_send, in_write, has_recv;
+	struct uro_recv recv;
+	uint64_t off;
+	uint32_t rkey;
+	uint64_t va;
+	uint64_t left;
+	/* Atomics answered, by PSN: a duplicate is answered again from here,
+	 * never executed twice (IBTA 9.7.5.3.3). */
+	struct {
+		uint32_t psn;
+		uint32_t valid;
+		uint64_t value;
+	} replay[URO_MAX_RD_ATOMIC + 1];
+	unsigned replay_next;
+};
+
+struct uro_qp_wire {
+	struct sockaddr_in peer; /* the destination GID's address, port 4791 */
+	uint32_t mtu;		 /* bytes of the path MTU */
+	/* requester */
+	struct uro_wire_wqe *ring;
+	uint32_t cap;
+	uint32_t head, next, tail; /* [head,next) sent, [next,tail) not yet */
+	int partial;		   /* the last sent waits for the window to send the rest */
+	uint32_t psn;		   /* the next new PSN */
+	uint32_t acked;		   /* the last PSN acknowledged */
+	uint64_t deadline;	   /* the ACK timer of the oldest unacknowledged; 0 off */
+	int rnr_wait;		   /* the deadline is an RNR NAK's timer */
+	unsigned retry_left, rnr_left;
+	unsigned rd_out; /* READ and atomic requests sent, not answered */
+	uint8_t tx[URO_WIRE_BUF];
+	/* responder */
+	struct uro_wire_rq rq;
+};
+
+/* Which path a destination takes: 1 the wire, 0 shared memory. A GID of
+ * this network namespace stays local unless UROCE_TRANSPORT=roce. */
+int uro_wire_gid_is_remote(const union ibv_gid *gid);
+/* Whether a UD QP of ctx must listen on the wire too. */
+int uro_wire_ud_listens(struct uro_context *ctx);
+
+/* The context's endpoint, opened on first use; NULL and errno. */
+struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx);
+void uro_wire_close(struct uro_context *ctx);
+/* Wakes the progress thread out of its ppoll. */
+void uro_wire_kick(struct uro_context *ctx);
+/* Sends the packet whose transport part (BTH onwards, tlen bytes) starts
+ * at buf + URO_WIRE_HEAD, adding its ICRC. 0 or an errno. */
+int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+		  size_t tlen);
+/* Receives and answers what arrived, and fires due timers; returns the
+ * nanoseconds to the next timer, 0 for none. */
+uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock);
+
+/* Whether the program polled within URO_WIRE_POLLER_NS; *left is the rest
+ * of that time. */
+int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left);
+/* The program is about to block (ibv_get_cq_event): the thread takes over. */
+void uro_wire_idle(struct uro_context *ctx);
+
+/* A connected QP goes on the wire (modify to RTR): 0 or an errno. */
+int uro_wire_qp_attach(struct uro_context *ctx, struct uro_qp *qp);
+void uro_wire_qp_free(struct uro_qp *qp);
+/* RTS: the requester starts at sq_psn. RESET: all is dropped. */
+void uro_wire_qp_rts(struct uro_qp *qp);
+void uro_wire_qp_reset(struct uro_qp *qp);
+
+/* rc_requester.c */
+int uro_wire_post_send(struct uro_context *ctx, struct uro_qp *qp, struct ibv_send_wr *wr,
+		       struct ibv_send_wr **bad);
+/* Timers and flushes of one QP; returns ns to its next timer or 0. */
+uint64_t uro_wire_qp_tick(struct uro_context *ctx, struct uro_qp *qp);
+/* Sends what the window allows. Caller holds sq_lock. */
+void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp);
+/* Retransmits from the oldest WQE not done (go-back-N, IBTA 9.7.6.1.3). */
+void uro_wire_go_back(struct uro_context *ctx, struct uro_qp *qp);
+/* Completes, in order, the WQEs at the head that are done. */
+void uro_wire_retire(struct uro_context *ctx, struct uro_qp *qp);
+/* An RNR NAK with the responder's timer field: wait, or give up. */
+void uro_wire_rnr(struct uro_context *ctx, struct uro_qp *qp, uint8_t timer);
+/* Ends the QP's send queue: the head with status, the rest flushed. */
+void uro_wire_fail(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status);
+
+/* rc_completer.c: ACK, NAK, READ responses, atomic ACKs. */
+void uro_wire_complete(struct uro_context *ctx, struct uro_qp *qp,
+		       const struct uro_roce_packet *pkt);
+/* rc_responder.c: requests to a connected QP. */
+void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp,
+		      const struct uro_roce_packet *pkt);
+/* ud.c */
+int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len);
+void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
+			 const struct uro_roce_packet *pkt, uint32_t src_ip, uint32_t dst_ip);
+
+/* PSN arithmetic mod 2^24 (IBTA 9.7.1): a - b as a signed distance. */
+static inline int32_t uro_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+/* requester.c, shared with the wire's requester. */
+int uro_send_validate(struct uro_qp *qp, const struct ibv_send_wr *wr);
+void uro_send_complete(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		       uint32_t seq, enum ibv_wc_status status, uint32_t byte_len);
+enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
+				   const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
+				   int *n, uint64_t *len);
+void uro_pending_copy(struct uro_pending *p, const struct ibv_send_wr *wr, uint32_t seq);
+void uro_requester_error(struct uro_context *ctx, struct uro_qp *qp);
+uint64_t uro_ack_timeout_ns(uint8_t timeout);
+uint64_t uro_rnr_timer_ns(uint8_t field);
+/* A process's atomic lock, waited for a bounded time: 0, or -1. */
+int uro_atomic_lock(pthread_mutex_t *lock);
+
+#endif

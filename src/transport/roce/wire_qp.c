@@ -1,0 +1,125 @@
+/* Which path a QP takes, and its wire state's life. A destination GID
+ * that is an address of this network namespace keeps the shared-memory
+ * path; any other goes over RoCEv2. UROCE_TRANSPORT=roce sends everything
+ * with a GID over RoCEv2, so that the whole suite can run on the wire
+ * path over lo. IPv4 GIDs only so far: an IPv6 one stays local. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "device_model.h"
+#include "netdev.h"
+#include "wire.h"
+
+static int forced(void)
+{
+	const char *t = getenv("UROCE_TRANSPORT");
+
+	return t && !strcmp(t, "roce");
+}
+
+/* Whether addr is one of this namespace's own: the kernel lets a socket
+ * bind only to those. */
+static int is_own_address(uint32_t addr)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), own;
+
+	if (fd < 0)
+		return 1;
+	a.sin_addr.s_addr = addr;
+	own = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 || errno != EADDRNOTAVAIL;
+	close(fd);
+	return own;
+}
+
+int uro_wire_gid_is_remote(const union ibv_gid *gid)
+{
+	uint32_t addr;
+
+	if (!uro_gid_is_ipv4_mapped(gid))
+		return 0;
+	if (forced())
+		return 1;
+	memcpy(&addr, gid->raw + 12, 4);
+	return !is_own_address(addr);
+}
+
+int uro_wire_ud_listens(struct uro_context *ctx)
+{
+	/* A device on lo hears only this host, which shared memory serves. */
+	return ctx->model.link.type == URO_LINK_ROCE &&
+	       (forced() || strcmp(ctx->model.link.netdev, "lo") != 0);
+}
+
+static struct uro_qp_wire *wire_new(struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = calloc(1, sizeof(*wq));
+
+	if (!wq)
+		return NULL;
+	wq->cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
+	wq->ring = calloc(wq->cap, sizeof(*wq->ring));
+	if (!wq->ring) {
+		free(wq);
+		return NULL;
+	}
+	return wq;
+}
+
+int uro_wire_qp_attach(struct uro_context *ctx, struct uro_qp *qp)
+{
+	const struct ibv_ah_attr *ah = &qp->attr.ah_attr;
+	struct uro_qp_wire *wq = qp->wire;
+
+	if (!uro_wire_open(ctx))
+		return errno;
+	if (!wq && !(wq = wire_new(qp)))
+		return ENOMEM;
+	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
+		__atomic_store_n(&qp->wire, wq, __ATOMIC_RELEASE);
+		return 0; /* each datagram names its destination */
+	}
+	wq->peer.sin_family = AF_INET;
+	wq->peer.sin_port = htons(URO_ROCE_PORT);
+	memcpy(&wq->peer.sin_addr.s_addr, ah->grh.dgid.raw + 12, 4);
+	wq->mtu = 128u << (qp->attr.path_mtu ? qp->attr.path_mtu : IBV_MTU_1024);
+	wq->rq.epsn = qp->attr.rq_psn & URO_PSN_MASK;
+	/* Published last: the receive path looks at qp->wire. */
+	__atomic_store_n(&qp->wire, wq, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void uro_wire_qp_rts(struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = qp->wire;
+
+	wq->psn = qp->attr.sq_psn & URO_PSN_MASK;
+	wq->acked = (wq->psn - 1) & URO_PSN_MASK;
+	wq->retry_left = qp->attr.retry_cnt;
+	wq->rnr_left = qp->attr.rnr_retry;
+}
+
+void uro_wire_qp_reset(struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = qp->wire;
+
+	wq->head = wq->next = wq->tail = 0;
+	wq->deadline = 0;
+	wq->rnr_wait = 0;
+	wq->rd_out = 0;
+	wq->partial = 0;
+	memset(&wq->rq, 0, sizeof(wq->rq));
+}
+
+void uro_wire_qp_free(struct uro_qp *qp)
+{
+	if (!qp->wire)
+		return;
+	free(qp->wire->ring);
+	free(qp->wire);
+	qp->wire = NULL;
+}
