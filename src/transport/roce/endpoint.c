@@ -187,14 +187,6 @@ struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx)
 	return w;
 }
 
-void uro_wire_close(struct uro_context *ctx)
-{
-	if (!ctx->wire)
-		return;
-	endpoint_free(ctx->wire);
-	ctx->wire = NULL;
-}
-
 int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 		  size_t tlen)
 {
@@ -419,6 +411,25 @@ int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left)
 		return 0;
 	*left = URO_WIRE_POLLER_NS - (now - last);
 	return 1;
+}
+
+/* The kernel gives the host's packets to the newest socket: what waits in
+ * this one for other processes (an ACK this process's own responder sent
+ * to a peer of the host, say) is passed on before it goes. A process
+ * killed outright cannot: the peer's retransmission then reaches the next
+ * socket. */
+void uro_wire_close(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->rx_lock);
+	for (int i = 0; i < 64 && receive_udp(ctx) > 0; i++)
+		;
+	pthread_mutex_unlock(&w->rx_lock);
+	endpoint_free(w);
+	ctx->wire = NULL;
 }
 
 void uro_wire_kick(struct uro_context *ctx)
