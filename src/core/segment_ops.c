@@ -122,6 +122,14 @@ int uro_take_srq_recv(struct uro_peer *p, uint32_t srq_one_based, struct uro_rec
 	return 0;
 }
 
+uint32_t uro_recv_pd(const struct uro_peer *p, uint32_t srq_one_based, uint32_t qp_pd)
+{
+	const struct uro_seg_srq *srq = uro_peer_srq(p, srq_one_based);
+
+	/* An SRQ that is not there has no PD, and no region matches 0. */
+	return srq_one_based ? (srq ? srq->pd : 0) : qp_pd;
+}
+
 int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *out)
 {
 	return qp->srq ? uro_take_srq_recv(p, qp->srq, out) : take_from(p, &qp->rq, out);

@@ -32,6 +32,10 @@ enum ibv_wc_status uro_sge_iov(const struct uro_peer *p, uint32_t pd, const stru
 			       uint32_t n, int need_write, struct iovec *iov, int *niov,
 			       uint64_t *total);
 
+/* The PD a receive's buffers must be on: its SRQ's (1-based, 0 none),
+ * else its QP's, qp_pd. */
+uint32_t uro_recv_pd(const struct uro_peer *p, uint32_t srq_one_based, uint32_t qp_pd);
+
 /* Takes the next receive of a QP (its own queue or its SRQ), or of an SRQ
  * by its 1-based index (an XRC SRQ, named by the request). */
 int uro_take_recv(struct uro_peer *p, struct uro_seg_qp *qp, struct uro_recv *out);

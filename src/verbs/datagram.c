@@ -4,6 +4,7 @@
  * completes successfully. The receiver finds the 40-byte GRH area first in
  * its buffer. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <string.h>
 
 #include "objects.h"
@@ -150,6 +151,34 @@ static void drop(struct uro_peer *p, uint64_t *counter)
 		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
+int uro_ud_land(struct uro_peer *p, const struct uro_seg_qp *t, const struct uro_recv *r,
+		const uint8_t *grh, const struct iovec *payload, int n, uint64_t len)
+{
+	struct iovec siov[URO_MAX_SGE + 1], riov[URO_MAX_SGE];
+	struct uro_holds h;
+	uint64_t cap;
+	int nr, st = IBV_WC_SUCCESS, err;
+
+	/* The receive buffers are held for the copy (key_hold.h). */
+	uro_holds_init(&h, 0);
+	if (uro_hold_sges(p, r->sge, r->num_sge, &h) ||
+	    uro_sge_iov(p, uro_recv_pd(p, t->srq, t->pd), r->sge, r->num_sge, 1, riov, &nr, &cap)) {
+		st = IBV_WC_LOC_PROT_ERR;
+	} else if (cap < GRH_BYTES + len) {
+		st = IBV_WC_LOC_LEN_ERR;
+	} else {
+		siov[0].iov_base = (void *)grh;
+		siov[0].iov_len = GRH_BYTES;
+		memcpy(siov + 1, payload, (size_t)n * sizeof(*payload));
+		err = uro_remote_copy(p, 1, siov, n + 1, riov, nr, GRH_BYTES + len, &h);
+		/* A receiver gone loses the datagram; memory gone under a
+		 * valid key is its local protection error. */
+		st = !err ? IBV_WC_SUCCESS : p->dead || err == ESRCH ? -1 : IBV_WC_LOC_PROT_ERR;
+	}
+	uro_release(&h);
+	return st;
+}
+
 /* One datagram into one receiving QP t of process p. */
 static void deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		    const struct iovec *liov, int nl, uint64_t len, struct uro_peer *p,
@@ -158,14 +187,10 @@ static void deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
 	struct uro_ah *ah = to_uah(wr->wr.ud.ah);
 	uint32_t qkey = wr->wr.ud.remote_qkey;
-	struct iovec siov[URO_MAX_SGE + 1], riov[URO_MAX_SGE];
 	uint8_t grh[GRH_BYTES];
-	const struct uro_seg_srq *srq;
-	struct uro_holds h;
 	struct uro_recv r;
 	struct uro_cqe e;
-	uint64_t cap;
-	int nr;
+	int st;
 
 	if (qkey & QKEY_USE_QP)
 		qkey = qp->attr.qkey;
@@ -189,27 +214,13 @@ static void deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv
 		e.imm_data = wr->imm_data;
 		e.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	srq = uro_peer_srq(p, t->srq);
-	/* The receive buffers are held for the copy (key_hold.h). */
-	uro_holds_init(&h, 0);
-	if (uro_hold_sges(p, r.sge, r.num_sge, &h) ||
-	    uro_sge_iov(p, t->srq ? (srq ? srq->pd : 0) : t->pd, r.sge, r.num_sge, 1, riov, &nr,
-			&cap)) {
-		e.status = IBV_WC_LOC_PROT_ERR;
-	} else if (cap < GRH_BYTES + len) {
-		e.status = IBV_WC_LOC_LEN_ERR;
-	} else {
-		build_grh(ctx, ah, len, grh);
-		siov[0].iov_base = grh;
-		siov[0].iov_len = GRH_BYTES;
-		memcpy(siov + 1, liov, (size_t)nl * sizeof(*liov));
-		if (uro_remote_copy(p, 1, siov, nl + 1, riov, nr, GRH_BYTES + len, &h)) {
-			uro_release(&h);
-			return; /* the receiver is gone: the datagram is lost */
-		}
+	build_grh(ctx, ah, len, grh);
+	st = uro_ud_land(p, t, &r, grh, liov, nl, len);
+	if (st < 0)
+		return;
+	e.status = (uint32_t)st;
+	if (st == IBV_WC_SUCCESS)
 		e.byte_len = (uint32_t)(GRH_BYTES + len);
-	}
-	uro_release(&h);
 	uro_deliver(p, t->recv_cq, &e, (wr->send_flags & IBV_SEND_SOLICITED) != 0);
 }
 

@@ -15,6 +15,7 @@
 #include "cqe.h"
 #include "device_model.h"
 #include "peer.h"
+#include "recv_queue.h"
 #include "registry.h"
 #include "segment.h"
 
@@ -267,6 +268,11 @@ int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_sen
 void uro_ipv4_grh(uint8_t *g, uint8_t tos, uint8_t ttl, const void *src, const void *dst,
 		  uint64_t len);
 uint8_t uro_roce_received_sl(int ipv4);
+/* Places a datagram, its 40-byte GRH area grh then len payload bytes, in
+ * receive r of UD QP t of process p: a struct ibv_wc status, or -1 when
+ * the process is gone and the datagram lost. */
+int uro_ud_land(struct uro_peer *p, const struct uro_seg_qp *t, const struct uro_recv *r,
+		const uint8_t *grh, const struct iovec *payload, int n, uint64_t len);
 
 /* The ops every context carries (context.c). */
 void uro_context_set_ops(struct uro_context *ctx);

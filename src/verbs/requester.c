@@ -247,14 +247,6 @@ static int connected_target(struct uro_context *ctx, struct uro_qp *qp, struct t
 	return target_ready(qp, t, dest) ? 0 : RESULT_NO_ACK;
 }
 
-static uint32_t recv_pd(const struct target *t)
-{
-	const struct uro_seg_srq *srq = uro_peer_srq(t->peer, t->srq);
-
-	/* An SRQ that is not there has no PD, and no region matches 0. */
-	return t->srq ? (srq ? srq->pd : 0) : t->qp->pd;
-}
-
 static int take_recv(struct target *t, struct uro_recv *r)
 {
 	return t->srq ? uro_take_srq_recv(t->peer, t->srq, r) : uro_take_recv(t->peer, t->qp, r);
@@ -298,7 +290,8 @@ static int copy_held(struct target *t, struct uro_recv *r, const struct iovec *l
 	uro_holds_init(&h, 0);
 	if (uro_hold_sges(t->peer, r->sge, r->num_sge, &h))
 		st = IBV_WC_LOC_QP_OP_ERR;
-	else if (uro_sge_iov(t->peer, recv_pd(t), r->sge, r->num_sge, 1, riov, &nr, &cap) ||
+	else if (uro_sge_iov(t->peer, uro_recv_pd(t->peer, t->srq, t->qp->pd), r->sge, r->num_sge,
+			     1, riov, &nr, &cap) ||
 		 len > cap)
 		st = IBV_WC_LOC_PROT_ERR;
 	else
@@ -319,7 +312,8 @@ static int place(struct target *t, struct uro_recv *r, const struct iovec *liov,
 	uint64_t cap;
 	int nr;
 
-	if (uro_sge_iov(t->peer, recv_pd(t), r->sge, r->num_sge, 1, riov, &nr, &cap))
+	if (uro_sge_iov(t->peer, uro_recv_pd(t->peer, t->srq, t->qp->pd), r->sge, r->num_sge, 1,
+			riov, &nr, &cap))
 		return IBV_WC_LOC_PROT_ERR;
 	if (len > cap)
 		return IBV_WC_LOC_LEN_ERR;

@@ -166,6 +166,28 @@ static void check_garbage(void)
 	CHECK_EQ(uro_roce_parse(buf, sizeof(buf), &p), ROCE_TRUNCATED);
 }
 
+/* The requester's lookup from (operation, transport, place, optional
+ * header) finds each opcode the table has, and no other. */
+static void check_code_lookup(void)
+{
+	static const enum uro_wire_qp transports[] = {WIRE_RC, WIRE_UC, WIRE_UD};
+
+	for (int c = 0; c < 256; c++) {
+		const struct uro_wire_opcode *o = uro_wire_opcode((uint8_t)c);
+
+		if (!o->name)
+			continue;
+		for (size_t t = 0; t < 3; t++)
+			if (o->qp & transports[t])
+				CHECK_EQ(uro_wire_code(o->op, transports[t],
+						       (enum uro_wire_pos)o->pos,
+						       o->hdrs & (HDR_IMMDT | HDR_IETH)),
+					 c);
+	}
+	CHECK_EQ(uro_wire_code(WIRE_READ_REQ, WIRE_UC, WIRE_ONLY, 0), -1);
+	CHECK_EQ(uro_wire_code(WIRE_SEND, WIRE_UD, WIRE_FIRST, 0), -1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/data/roce-captures";
@@ -176,5 +198,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(packets, 609); /* the captures README.md's RoCEv2 column, summed */
 	check_census();
 	check_garbage();
+	check_code_lookup();
 	return check_report();
 }

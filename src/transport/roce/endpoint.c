@@ -187,6 +187,16 @@ struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx)
 	return w;
 }
 
+void uro_wire_header(struct uro_roce_packet *pkt, int code, uint32_t dest_qp, uint32_t psn)
+{
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->opcode = (uint8_t)code;
+	pkt->op = uro_wire_opcode((uint8_t)code);
+	pkt->pkey = URO_DEFAULT_PKEY;
+	pkt->dest_qp = dest_qp & URO_PSN_MASK;
+	pkt->psn = psn & URO_PSN_MASK;
+}
+
 int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 		  size_t tlen)
 {
@@ -350,9 +360,10 @@ static int receive_forwarded(struct uro_context *ctx)
 
 static uint64_t tick_all(struct uro_context *ctx)
 {
+	uint32_t limit = __atomic_load_n(&ctx->wire->qp_limit, __ATOMIC_ACQUIRE);
 	uint64_t next = 0;
 
-	for (unsigned i = 0; i < URO_MAX_QP; i++) {
+	for (unsigned i = 0; i < limit; i++) {
 		struct uro_qp *qp = ctx->qps[i];
 		uint64_t t;
 

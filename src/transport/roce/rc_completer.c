@@ -19,16 +19,6 @@ static const enum ibv_wc_status nak_status[32] = {
 };
 #define NAK_PSN_SEQUENCE 0
 
-static struct uro_wire_wqe *at(struct uro_qp_wire *wq, uint32_t i)
-{
-	return &wq->ring[i % wq->cap];
-}
-
-static int reads_back(uint8_t kind)
-{
-	return kind == URO_OP_READ || kind == URO_OP_ATOMIC;
-}
-
 /* Marks done every SEND and WRITE up to psn; a READ or atomic still
  * unanswered stops it (its response was lost: the ACK timer resends). */
 static void ack_upto(struct uro_qp *qp, uint32_t psn)
@@ -41,11 +31,11 @@ static void ack_upto(struct uro_qp *qp, uint32_t psn)
 		progress = 1;
 	}
 	for (uint32_t i = wq->head; i != wq->next; i++) {
-		struct uro_wire_wqe *q = at(wq, i);
+		struct uro_wire_wqe *q = uro_wire_at(wq, i);
 
 		if (q->done)
 			continue;
-		if (uro_psn_diff(q->psn + q->npsn - 1, psn) > 0 || reads_back(q->kind))
+		if (uro_psn_diff(q->psn + q->npsn - 1, psn) > 0 || uro_wire_reads_back(q->kind))
 			break;
 		q->done = 1;
 		progress = 1;
@@ -63,7 +53,7 @@ static void ack_upto(struct uro_qp *qp, uint32_t psn)
 static struct uro_wire_wqe *answered(struct uro_qp_wire *wq, uint32_t psn, uint8_t kind)
 {
 	for (uint32_t i = wq->head; i != wq->next; i++) {
-		struct uro_wire_wqe *q = at(wq, i);
+		struct uro_wire_wqe *q = uro_wire_at(wq, i);
 		int32_t d = uro_psn_diff(psn, q->psn);
 
 		if (!q->done && q->kind == kind && d >= 0 && (uint32_t)d < q->npsn)

@@ -34,42 +34,15 @@ static int in_window(const struct uro_qp *qp, uint32_t psn)
 	return uro_psn_diff(psn, qp->wire->acked) <= (int32_t)window(qp);
 }
 
-static struct uro_wire_wqe *at(struct uro_qp_wire *wq, uint32_t i)
-{
-	return &wq->ring[i % wq->cap];
-}
-
-static int is_rc(const struct uro_qp *qp)
-{
-	return qp->qpx.qp_base.qp_type == IBV_QPT_RC;
-}
-
-static int reads_back(uint8_t kind)
-{
-	return kind == URO_OP_READ || kind == URO_OP_ATOMIC;
-}
-
 static void arm(struct uro_qp *qp)
 {
 	qp->wire->deadline = uro_now_ns() + uro_ack_timeout_ns(qp->attr.timeout);
 	qp->wire->rnr_wait = 0;
 }
 
-static uint8_t place_of(uint32_t i, uint32_t n)
+static void header_for(struct uro_roce_packet *pkt, const struct uro_qp *qp, int code, uint32_t psn)
 {
-	if (n == 1)
-		return WIRE_ONLY;
-	return i == 0 ? WIRE_FIRST : i == n - 1 ? WIRE_LAST : WIRE_MIDDLE;
-}
-
-static void header(struct uro_roce_packet *pkt, const struct uro_qp *qp, int code, uint32_t psn)
-{
-	memset(pkt, 0, sizeof(*pkt));
-	pkt->opcode = (uint8_t)code;
-	pkt->op = uro_wire_opcode((uint8_t)code);
-	pkt->pkey = URO_DEFAULT_PKEY;
-	pkt->dest_qp = qp->attr.dest_qp_num;
-	pkt->psn = psn & URO_PSN_MASK;
+	uro_wire_header(pkt, code, qp->attr.dest_qp_num, psn);
 }
 
 /* Builds pkt into the QP's buffer with its payload taken from the
@@ -80,9 +53,8 @@ static enum ibv_wc_status send_packet(struct uro_context *ctx, struct uro_qp *qp
 				      uint64_t off)
 {
 	struct uro_qp_wire *wq = qp->wire;
-	size_t hdr = URO_ROCE_BTH_LEN + uro_wire_hdrs_len(pkt->op->hdrs);
 	size_t tlen = uro_roce_build(pkt, wq->tx + URO_WIRE_HEAD);
-	struct iovec dst = {wq->tx + URO_WIRE_HEAD + hdr, pkt->payload_len}, src[URO_MAX_SGE];
+	struct iovec dst = {uro_wire_payload(wq->tx, pkt), pkt->payload_len}, src[URO_MAX_SGE];
 	int ns = uro_iov_slice(liov, nl, off, pkt->payload_len, src);
 
 	if (pkt->payload_len &&
@@ -100,11 +72,11 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 	const struct ibv_send_wr *wr = &q->p.wr;
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
 	enum uro_wire_op wop = q->kind == URO_OP_SEND ? WIRE_SEND : WIRE_WRITE;
-	enum uro_wire_qp t = is_rc(qp) ? WIRE_RC : WIRE_UC;
+	enum uro_wire_qp t = uro_wire_is_rc(qp) ? WIRE_RC : WIRE_UC;
 	uint32_t mtu = qp->wire->mtu, half = window(qp) / 2;
 
 	for (uint32_t i = q->tx; i < q->npsn; i = ++q->tx) {
-		uint8_t pos = place_of(i, q->npsn);
+		uint8_t pos = uro_wire_place(i, q->npsn);
 		uint8_t extra = (pos & WIRE_LAST) ? (op->imm   ? HDR_IMMDT
 						     : op->inv ? HDR_IETH
 							       : 0)
@@ -113,8 +85,8 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 		struct uro_roce_packet pkt;
 		enum ibv_wc_status st;
 
-		header(&pkt, qp, uro_wire_code(wop, t, pos, extra), q->psn + i);
-		if (is_rc(qp) && !in_window(qp, q->psn + i))
+		header_for(&pkt, qp, uro_wire_code(wop, t, pos, extra), q->psn + i);
+		if (uro_wire_is_rc(qp) && !in_window(qp, q->psn + i))
 			return IBV_WC_SUCCESS; /* the rest when ACKs open the window */
 		pkt.ack_req = (pos & WIRE_LAST) || i % half == half - 1;
 		pkt.se = (pos & WIRE_LAST) && (wr->send_flags & IBV_SEND_SOLICITED);
@@ -148,8 +120,8 @@ static void send_read(struct uro_context *ctx, struct uro_qp *qp, struct uro_wir
 
 		if (!in_window(qp, q->psn + q->tx + n - 1))
 			return;
-		header(&pkt, qp, uro_wire_code(WIRE_READ_REQ, WIRE_RC, WIRE_ONLY, 0),
-		       q->psn + q->tx);
+		header_for(&pkt, qp, uro_wire_code(WIRE_READ_REQ, WIRE_RC, WIRE_ONLY, 0),
+			   q->psn + q->tx);
 		pkt.ack_req = 1;
 		pkt.reth.va = wr->wr.rdma.remote_addr + off;
 		pkt.reth.rkey = wr->wr.rdma.rkey;
@@ -167,8 +139,9 @@ static void send_atomic(struct uro_context *ctx, struct uro_qp *qp, struct uro_w
 	int cas = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 	struct uro_roce_packet pkt;
 
-	header(&pkt, qp, uro_wire_code(cas ? WIRE_CMP_SWAP : WIRE_FETCH_ADD, WIRE_RC, WIRE_ONLY, 0),
-	       q->psn);
+	header_for(&pkt, qp,
+		   uro_wire_code(cas ? WIRE_CMP_SWAP : WIRE_FETCH_ADD, WIRE_RC, WIRE_ONLY, 0),
+		   q->psn);
 	pkt.ack_req = 1;
 	pkt.atomic.va = wr->wr.atomic.remote_addr;
 	pkt.atomic.rkey = wr->wr.atomic.rkey;
@@ -205,7 +178,7 @@ static void transmit(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire
 		q->done = q->sent = 1;
 		return;
 	}
-	st = uro_send_gather(ctx, qp, wr, reads_back(q->kind), liov, &nl, &len);
+	st = uro_send_gather(ctx, qp, wr, uro_wire_reads_back(q->kind), liov, &nl, &len);
 	if (st == IBV_WC_SUCCESS && q->kind == URO_OP_ATOMIC && len != 8)
 		st = IBV_WC_LOC_LEN_ERR;
 	if (st != IBV_WC_SUCCESS) {
@@ -230,7 +203,7 @@ static void transmit(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire
 		q->done = 1;
 	}
 	/* UC: nothing comes back (IBTA 9.8.3). */
-	if (!is_rc(qp))
+	if (!uro_wire_is_rc(qp))
 		q->done = 1;
 }
 
@@ -243,21 +216,21 @@ void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp)
 	if (wq->rnr_wait)
 		return;
 	if (wq->partial) {
-		struct uro_wire_wqe *q = at(wq, wq->next - 1);
+		struct uro_wire_wqe *q = uro_wire_at(wq, wq->next - 1);
 
 		transmit(ctx, qp, q);
 		wq->partial = !q->done && q->tx < q->npsn;
 	}
 	while (!wq->partial && wq->next != wq->tail) {
-		struct uro_wire_wqe *q = at(wq, wq->next);
+		struct uro_wire_wqe *q = uro_wire_at(wq, wq->next);
 
-		if (reads_back(q->kind) && wq->rd_out >= rd_max)
+		if (uro_wire_reads_back(q->kind) && wq->rd_out >= rd_max)
 			break;
 		transmit(ctx, qp, q);
 		if (!q->done && !q->tx)
 			break; /* not a packet fits the window yet */
 		wq->next++;
-		if (reads_back(q->kind) && !q->done)
+		if (uro_wire_reads_back(q->kind) && !q->done)
 			wq->rd_out++;
 		if (!q->done && !wq->deadline)
 			arm(qp);
@@ -273,7 +246,7 @@ static void flush(struct uro_context *ctx, struct uro_qp *qp)
 	struct uro_qp_wire *wq = qp->wire;
 
 	for (; wq->head != wq->tail; wq->head++) {
-		struct uro_wire_wqe *q = at(wq, wq->head);
+		struct uro_wire_wqe *q = uro_wire_at(wq, wq->head);
 
 		uro_send_complete(ctx, qp, &q->p.wr, q->p.seq, IBV_WC_WR_FLUSH_ERR, 0);
 	}
@@ -288,8 +261,8 @@ void uro_wire_retire(struct uro_context *ctx, struct uro_qp *qp)
 {
 	struct uro_qp_wire *wq = qp->wire;
 
-	while (wq->head != wq->next && at(wq, wq->head)->done) {
-		struct uro_wire_wqe *q = at(wq, wq->head++);
+	while (wq->head != wq->next && uro_wire_at(wq, wq->head)->done) {
+		struct uro_wire_wqe *q = uro_wire_at(wq, wq->head++);
 
 		uro_send_complete(ctx, qp, &q->p.wr, q->p.seq, (enum ibv_wc_status)q->status,
 				  q->byte_len);
@@ -311,7 +284,7 @@ void uro_wire_fail(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_statu
 	uro_wire_retire(ctx, qp);
 	if (wq->head == wq->next)
 		return;
-	q = at(wq, wq->head);
+	q = uro_wire_at(wq, wq->head);
 	q->status = (uint8_t)status;
 	q->done = 1;
 	uro_wire_retire(ctx, qp);
@@ -323,11 +296,11 @@ void uro_wire_go_back(struct uro_context *ctx, struct uro_qp *qp)
 
 	uro_wire_retire(ctx, qp);
 	wq->next = wq->head;
-	while (wq->next != wq->tail && at(wq, wq->next)->done)
+	while (wq->next != wq->tail && uro_wire_at(wq, wq->next)->done)
 		wq->next++;
 	for (uint32_t i = wq->next; i != wq->tail; i++) {
-		at(wq, i)->tx = 0;
-		at(wq, i)->got = 0;
+		uro_wire_at(wq, i)->tx = 0;
+		uro_wire_at(wq, i)->got = 0;
 	}
 	wq->rd_out = 0;
 	wq->deadline = 0;
@@ -396,7 +369,7 @@ static int post_one(struct uro_context *ctx, struct uro_qp *qp, struct ibv_send_
 	if (err)
 		return err;
 	op = uro_opcode(wr->opcode);
-	q = at(wq, wq->tail);
+	q = uro_wire_at(wq, wq->tail);
 	memset(q, 0, sizeof(*q));
 	uro_pending_copy(&q->p, wr, qp->sq_posted++);
 	q->kind = (uint8_t)op->kind;

@@ -31,27 +31,16 @@ enum result {
 #define SYNDROME_NAK(c)	 (0x60 | (c))
 #define NAK_PSN_SEQUENCE 0
 
-static int is_rc(const struct uro_qp *qp)
-{
-	return qp->qpx.qp_base.qp_type == IBV_QPT_RC;
-}
-
+/* An ACK, NAK or atomic ACK (with the original value) from this QP. */
 static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t psn,
-		  uint8_t syndrome, const struct uro_roce_packet *extra)
+		  uint8_t syndrome, uint64_t atomic_ack)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 	struct uro_roce_packet pkt;
 	size_t tlen;
 
-	if (extra)
-		pkt = *extra;
-	else
-		memset(&pkt, 0, sizeof(pkt));
-	pkt.opcode = (uint8_t)code;
-	pkt.op = uro_wire_opcode((uint8_t)code);
-	pkt.pkey = URO_DEFAULT_PKEY;
-	pkt.dest_qp = qp->attr.dest_qp_num;
-	pkt.psn = psn & URO_PSN_MASK;
+	uro_wire_header(&pkt, code, qp->attr.dest_qp_num, psn);
+	pkt.atomic_ack = atomic_ack;
 	pkt.aeth.syndrome = syndrome;
 	pkt.aeth.msn = qp->wire->rq.msn;
 	tlen = uro_roce_build(&pkt, w->tx + URO_WIRE_HEAD);
@@ -60,19 +49,14 @@ static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t
 
 static void send_ack(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, uint8_t syndrome)
 {
-	reply(ctx, qp, uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0), psn, syndrome, NULL);
+	reply(ctx, qp, uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0), psn, syndrome, 0);
 }
 
-static uint32_t recv_pd(struct uro_context *ctx, const struct uro_qp *qp)
-{
-	const struct uro_seg_srq *srq = uro_peer_srq(&ctx->self, qp->pub->srq);
-
-	return qp->pub->srq ? (srq ? srq->pd : 0) : qp->pub->pd;
-}
-
-/* The receive's completion in error; the QP enters ERR (IBTA 9.9.3.1.2). */
-static enum result recv_error(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status,
-			      enum result nak)
+/* Completes the receive the message took; pkt (its last packet) gives the
+ * immediate data or the invalidated key, when it carries them. */
+static void finish_recv(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status,
+			enum ibv_wc_opcode opcode, uint32_t byte_len,
+			const struct uro_roce_packet *pkt)
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
 	struct uro_cqe e;
@@ -80,10 +64,29 @@ static enum result recv_error(struct uro_context *ctx, struct uro_qp *qp, enum i
 	memset(&e, 0, sizeof(e));
 	e.wr_id = rq->recv.wr_id;
 	e.status = status;
-	e.opcode = IBV_WC_RECV;
+	e.opcode = opcode;
+	e.byte_len = byte_len;
 	e.qp_num = qp->qpx.qp_base.qp_num;
-	uro_deliver(&ctx->self, qp->pub->recv_cq, &e, 1);
-	rq->has_recv = rq->in_send = 0;
+	e.src_qp = qp->attr.dest_qp_num;
+	if (pkt && (pkt->op->hdrs & HDR_IMMDT)) {
+		e.imm_data = htonl(pkt->imm);
+		e.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (pkt && (pkt->op->hdrs & HDR_IETH)) {
+		e.imm_data = pkt->inv_rkey; /* the union's invalidated_rkey */
+		e.wc_flags |= IBV_WC_WITH_INV;
+	}
+	rq->has_recv = 0;
+	/* Errors complete whether solicited or not. */
+	uro_deliver(&ctx->self, qp->pub->recv_cq, &e, pkt ? pkt->se : 1);
+}
+
+/* The receive's completion in error; the QP enters ERR (IBTA 9.9.3.1.2). */
+static enum result recv_error(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status,
+			      enum result nak)
+{
+	finish_recv(ctx, qp, status, IBV_WC_RECV, 0, NULL);
+	qp->wire->rq.in_send = 0;
 	uro_qp_error(&ctx->self, qp->pub);
 	return nak;
 }
@@ -118,8 +121,8 @@ static enum result place(struct uro_context *ctx, struct uro_qp *qp,
 		return R_OK;
 	uro_holds_init(&h, 0);
 	if (uro_hold_sges(&ctx->self, rq->recv.sge, rq->recv.num_sge, &h) ||
-	    uro_sge_iov(&ctx->self, recv_pd(ctx, qp), rq->recv.sge, rq->recv.num_sge, 1, riov, &nr,
-			&cap)) {
+	    uro_sge_iov(&ctx->self, uro_recv_pd(&ctx->self, qp->pub->srq, qp->pub->pd),
+			rq->recv.sge, rq->recv.num_sge, 1, riov, &nr, &cap)) {
 		uro_release(&h);
 		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
 	}
@@ -136,31 +139,6 @@ static enum result place(struct uro_context *ctx, struct uro_qp *qp,
 	return R_OK;
 }
 
-static void complete_recv(struct uro_context *ctx, struct uro_qp *qp,
-			  const struct uro_roce_packet *pkt, enum ibv_wc_opcode opcode,
-			  uint32_t byte_len)
-{
-	struct uro_wire_rq *rq = &qp->wire->rq;
-	struct uro_cqe e;
-
-	memset(&e, 0, sizeof(e));
-	e.wr_id = rq->recv.wr_id;
-	e.opcode = opcode;
-	e.byte_len = byte_len;
-	e.qp_num = qp->qpx.qp_base.qp_num;
-	e.src_qp = qp->attr.dest_qp_num;
-	if (pkt->op->hdrs & HDR_IMMDT) {
-		e.imm_data = htonl(pkt->imm);
-		e.wc_flags |= IBV_WC_WITH_IMM;
-	}
-	if (pkt->op->hdrs & HDR_IETH) {
-		e.imm_data = pkt->inv_rkey; /* the union's invalidated_rkey */
-		e.wc_flags |= IBV_WC_WITH_INV;
-	}
-	rq->has_recv = 0;
-	uro_deliver(&ctx->self, qp->pub->recv_cq, &e, pkt->se);
-}
-
 static enum result send_packet(struct uro_context *ctx, struct uro_qp *qp,
 			       const struct uro_roce_packet *pkt)
 {
@@ -168,7 +146,7 @@ static enum result send_packet(struct uro_context *ctx, struct uro_qp *qp,
 	enum result r;
 
 	if ((!(pkt->op->pos & WIRE_FIRST)) != rq->in_send)
-		return is_rc(qp) ? R_NAK_INV : R_DROP; /* out-of-sequence opcode */
+		return uro_wire_is_rc(qp) ? R_NAK_INV : R_DROP; /* out-of-sequence opcode */
 	if (pkt->op->pos & WIRE_FIRST) {
 		if ((r = take_recv(ctx, qp)) != R_OK)
 			return r;
@@ -184,7 +162,7 @@ static enum result send_packet(struct uro_context *ctx, struct uro_qp *qp,
 	    uro_mw_invalidate(&ctx->self, qp->pub->pd, qp->pub->qpn, pkt->inv_rkey))
 		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
 	rq->in_send = 0;
-	complete_recv(ctx, qp, pkt, IBV_WC_RECV, (uint32_t)rq->off);
+	finish_recv(ctx, qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)rq->off, pkt);
 	return R_OK;
 }
 
@@ -221,7 +199,7 @@ static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
 	int err;
 
 	if ((!(pkt->op->pos & WIRE_FIRST)) != rq->in_write)
-		return is_rc(qp) ? R_NAK_INV : R_DROP;
+		return uro_wire_is_rc(qp) ? R_NAK_INV : R_DROP;
 	if (pkt->op->pos & WIRE_FIRST) {
 		rq->rkey = pkt->reth.rkey;
 		rq->va = pkt->reth.va;
@@ -252,7 +230,8 @@ static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
 		if (rq->left)
 			return R_NAK_INV; /* shorter than its RETH said */
 		if (pkt->op->hdrs & HDR_IMMDT)
-			complete_recv(ctx, qp, pkt, IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)rq->off);
+			finish_recv(ctx, qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+				    (uint32_t)rq->off, pkt);
 	}
 	return R_OK;
 }
@@ -273,21 +252,14 @@ static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
 	if (r != R_OK)
 		return r;
 	for (uint32_t i = 0; i < n; i++) {
-		uint8_t pos = n == 1	   ? WIRE_ONLY
-			      : i == 0	   ? WIRE_FIRST
-			      : i == n - 1 ? WIRE_LAST
-					   : WIRE_MIDDLE;
+		uint8_t pos = uro_wire_place(i, n);
 		uint32_t off = i * mtu, plen = len - off < mtu ? len - off : mtu;
 		struct uro_roce_packet resp;
 		struct iovec src = {(char *)whole.iov_base + off, plen}, dst;
 		size_t tlen;
 
-		memset(&resp, 0, sizeof(resp));
-		resp.opcode = (uint8_t)uro_wire_code(WIRE_READ_RESP, WIRE_RC, pos, 0);
-		resp.op = uro_wire_opcode(resp.opcode);
-		resp.pkey = URO_DEFAULT_PKEY;
-		resp.dest_qp = qp->attr.dest_qp_num;
-		resp.psn = (pkt->psn + i) & URO_PSN_MASK;
+		uro_wire_header(&resp, uro_wire_code(WIRE_READ_RESP, WIRE_RC, pos, 0),
+				qp->attr.dest_qp_num, pkt->psn + i);
 		resp.aeth.syndrome = SYNDROME_ACK;
 		resp.aeth.msn = qp->wire->rq.msn;
 		resp.payload_len = plen;
@@ -309,12 +281,7 @@ static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
 
 static void atomic_reply(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, uint64_t v)
 {
-	struct uro_roce_packet extra;
-
-	memset(&extra, 0, sizeof(extra));
-	extra.atomic_ack = v;
-	reply(ctx, qp, uro_wire_code(WIRE_ATOMIC_ACK, WIRE_RC, WIRE_ONLY, 0), psn, SYNDROME_ACK,
-	      &extra);
+	reply(ctx, qp, uro_wire_code(WIRE_ATOMIC_ACK, WIRE_RC, WIRE_ONLY, 0), psn, SYNDROME_ACK, v);
 }
 
 /* Under the process's atomic lock, which the shared-memory path's
@@ -438,7 +405,7 @@ void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct u
 
 	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQD)
 		return; /* not accepting packets: the requester's timer runs out */
-	if (!is_rc(qp)) {
+	if (!uro_wire_is_rc(qp)) {
 		uc_packet(ctx, qp, pkt);
 		return;
 	}

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "objects.h"
+#include "opcode.h"
 #include "packet.h"
 #include "cq_ring.h"
 #include "recv_queue.h"
@@ -45,6 +46,7 @@ struct uro_wire_endpoint {
 	pthread_mutex_t rx_lock; /* one receiver at a time: the responders' state */
 	uint8_t (*rx)[URO_WIRE_BUF];
 	uint8_t tx[URO_WIRE_BUF]; /* the responders' packets, under rx_lock */
+	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
 	uint64_t last_poll_ns;	  /* the program's last poll */
 	uint64_t last_tick_ns;	  /* the last pass over the timers */
 	struct uro_wire_counters n;
@@ -165,6 +167,38 @@ int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ib
 		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len);
 void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
 			 const struct uro_roce_packet *pkt, uint32_t src_ip, uint32_t dst_ip);
+
+static inline struct uro_wire_wqe *uro_wire_at(struct uro_qp_wire *wq, uint32_t i)
+{
+	return &wq->ring[i % wq->cap];
+}
+
+/* READs and atomics are answered with data, not only acknowledged. */
+static inline int uro_wire_reads_back(uint8_t kind)
+{
+	return kind == URO_OP_READ || kind == URO_OP_ATOMIC;
+}
+
+static inline int uro_wire_is_rc(const struct uro_qp *qp)
+{
+	return qp->qpx.qp_base.qp_type == IBV_QPT_RC;
+}
+
+/* The place of packet i of an n-packet message (IBTA 9.8.3). */
+static inline uint8_t uro_wire_place(uint32_t i, uint32_t n)
+{
+	if (n == 1)
+		return WIRE_ONLY;
+	return i == 0 ? WIRE_FIRST : i == n - 1 ? WIRE_LAST : WIRE_MIDDLE;
+}
+
+/* A packet with opcode code, to dest_qp at psn, every other field zero. */
+void uro_wire_header(struct uro_roce_packet *pkt, int code, uint32_t dest_qp, uint32_t psn);
+/* Where uro_roce_build left pkt's payload in a buffer of URO_WIRE_BUF. */
+static inline uint8_t *uro_wire_payload(uint8_t *buf, const struct uro_roce_packet *pkt)
+{
+	return buf + URO_WIRE_HEAD + URO_ROCE_BTH_LEN + uro_wire_hdrs_len(pkt->op->hdrs);
+}
 
 /* PSN arithmetic mod 2^24 (IBTA 9.7.1): a - b as a signed distance. */
 static inline int32_t uro_psn_diff(uint32_t a, uint32_t b)

@@ -73,7 +73,11 @@ unsigned uro_wire_hdrs_len(uint8_t hdrs)
 
 int uro_wire_code(enum uro_wire_op op, enum uro_wire_qp qp, enum uro_wire_pos pos, uint8_t extra)
 {
-	for (unsigned code = 0; code < 256; code++) {
+	/* Bits 7-5 of a code are its transport: only its 32 rows are read
+	 * (this runs for every packet sent). */
+	unsigned base = qp == WIRE_RC ? 0x00 : qp == WIRE_UC ? 0x20 : 0x60;
+
+	for (unsigned code = base; code < base + 32; code++) {
 		const struct uro_wire_opcode *row = &table[code];
 
 		if (row->name && row->op == op && (row->qp & qp) && row->pos == pos &&

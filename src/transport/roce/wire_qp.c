@@ -75,10 +75,14 @@ int uro_wire_qp_attach(struct uro_context *ctx, struct uro_qp *qp)
 	const struct ibv_ah_attr *ah = &qp->attr.ah_attr;
 	struct uro_qp_wire *wq = qp->wire;
 
-	if (!uro_wire_open(ctx))
+	struct uro_wire_endpoint *w = uro_wire_open(ctx);
+
+	if (!w)
 		return errno;
 	if (!wq && !(wq = wire_new(qp)))
 		return ENOMEM;
+	if (qp->index >= w->qp_limit) /* under the context lock: one writer */
+		__atomic_store_n(&w->qp_limit, qp->index + 1, __ATOMIC_RELEASE);
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
 		__atomic_store_n(&qp->wire, wq, __ATOMIC_RELEASE);
 		return 0; /* each datagram names its destination */
