@@ -28,10 +28,17 @@ expect_status() {
 	if [ "$1" = "$2" ]; then ok; else bad "$3: exit status $2, expected $1"; fi
 }
 
+# How run_pair starts the server and the client, and how wait_listen looks
+# at the server's sockets: a test may redefine them (test_wire.sh runs each
+# side in a network namespace of its own).
+pair_server() { timeout $T "$UROCE" run "$@"; }
+pair_client() { timeout $T "$UROCE" run "$@"; }
+server_ss() { ss "$@"; }
+
 # Waits (bounded) until a server listens on TCP port $1.
 wait_listen() {
 	for _ in $(seq 100); do
-		ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+		server_ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
 		sleep 0.05
 	done
 	return 1
@@ -45,10 +52,10 @@ PAIR_DIR=$(mktemp -d /tmp/uroce-pair-XXXXXX)
 trap 'rm -rf "$PAIR_DIR"; rm -f "$UROCE_CONFIG" "$UROCE_CONFIG".tmp.*' EXIT
 run_pair() {
 	local what=$1 p=$2 srv_cmd=$3 cli_cmd=$4 forever=${5:-} cst sst=0
-	timeout $T "$UROCE" run $srv_cmd >"$PAIR_DIR/srv" 2>&1 &
+	pair_server $srv_cmd >"$PAIR_DIR/srv" 2>&1 &
 	local srv=$!
 	wait_listen "$p" || bad "$what: the server never listened"
-	timeout $T "$UROCE" run $cli_cmd >"$PAIR_DIR/cli" 2>&1
+	pair_client $cli_cmd >"$PAIR_DIR/cli" 2>&1
 	cst=$?
 	if [ -n "$forever" ]; then
 		kill -0 $srv 2>/dev/null || sst=1
