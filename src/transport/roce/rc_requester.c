@@ -71,7 +71,9 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 {
 	const struct ibv_send_wr *wr = &q->p.wr;
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
-	enum uro_wire_op wop = q->kind == URO_OP_SEND ? WIRE_SEND : WIRE_WRITE;
+	enum uro_wire_op wop = q->kind == URO_OP_SEND		? WIRE_SEND
+			       : q->kind == URO_OP_ATOMIC_WRITE ? WIRE_ATOMIC_WRITE
+								: WIRE_WRITE;
 	enum uro_wire_qp t = uro_wire_is_rc(qp) ? WIRE_RC : WIRE_UC;
 	uint32_t mtu = qp->wire->mtu, half = window(qp) / 2;
 
@@ -173,13 +175,9 @@ static void transmit(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire
 		q->done = q->sent = 1;
 		return;
 	}
-	if (q->kind == URO_OP_ATOMIC_WRITE) {
-		q->status = IBV_WC_LOC_QP_OP_ERR; /* not carried on the wire yet */
-		q->done = q->sent = 1;
-		return;
-	}
 	st = uro_send_gather(ctx, qp, wr, uro_wire_reads_back(q->kind), liov, &nl, &len);
-	if (st == IBV_WC_SUCCESS && q->kind == URO_OP_ATOMIC && len != 8)
+	if (st == IBV_WC_SUCCESS && (q->kind == URO_OP_ATOMIC || q->kind == URO_OP_ATOMIC_WRITE) &&
+	    len != 8)
 		st = IBV_WC_LOC_LEN_ERR;
 	if (st != IBV_WC_SUCCESS) {
 		q->status = (uint8_t)st;
@@ -298,9 +296,16 @@ void uro_wire_go_back(struct uro_context *ctx, struct uro_qp *qp)
 	wq->next = wq->head;
 	while (wq->next != wq->tail && uro_wire_at(wq, wq->next)->done)
 		wq->next++;
+	/* A READ asks again from the start of the request its first missing
+	 * response belongs to (IBTA 9.7.5.1.4), so that every request asked
+	 * again covers the PSNs it covered the first time: the responder
+	 * answers those as duplicates and its expected PSN stays right. The
+	 * rest start over. */
 	for (uint32_t i = wq->next; i != wq->tail; i++) {
-		uro_wire_at(wq, i)->tx = 0;
-		uro_wire_at(wq, i)->got = 0;
+		struct uro_wire_wqe *q = uro_wire_at(wq, i);
+
+		q->got = q->kind == URO_OP_READ ? q->got - q->got % window(qp) : 0;
+		q->tx = q->got;
 	}
 	wq->rd_out = 0;
 	wq->deadline = 0;

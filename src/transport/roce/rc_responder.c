@@ -124,7 +124,11 @@ static enum result place(struct uro_context *ctx, struct uro_qp *qp,
 	    uro_sge_iov(&ctx->self, uro_recv_pd(&ctx->self, qp->pub->srq, qp->pub->pd),
 			rq->recv.sge, rq->recv.num_sge, 1, riov, &nr, &cap)) {
 		uro_release(&h);
-		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
+		/* As the shared-memory path's copy: a key gone before the first
+		 * byte is a protection error, one gone mid-message an operation
+		 * error. */
+		return recv_error(ctx, qp, rq->off ? IBV_WC_LOC_QP_OP_ERR : IBV_WC_LOC_PROT_ERR,
+				  R_NAK_OP);
 	}
 	if (rq->off + pkt->payload_len > cap) {
 		uro_release(&h);
@@ -133,8 +137,9 @@ static enum result place(struct uro_context *ctx, struct uro_qp *qp,
 	nd = uro_iov_slice(riov, nr, rq->off, pkt->payload_len, dst);
 	err = uro_remote_copy(&ctx->self, 1, &src, 1, dst, nd, pkt->payload_len, &h);
 	uro_release(&h);
+	/* Registered but no longer mapped: the shared-memory path's status. */
 	if (err)
-		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
+		return recv_error(ctx, qp, IBV_WC_LOC_QP_OP_ERR, R_NAK_OP);
 	rq->off += pkt->payload_len;
 	return R_OK;
 }
@@ -332,18 +337,53 @@ static enum result atomic_request(struct uro_context *ctx, struct uro_qp *qp,
 	return R_OK;
 }
 
+/* ATOMIC WRITE (IBTA 1.5, 9.4.7): 8 aligned bytes written at once, under
+ * the atomic lock as the shared-memory path writes them; a duplicate is
+ * acknowledged again, as a WRITE's. */
+static enum result atomic_write(struct uro_context *ctx, struct uro_qp *qp,
+				const struct uro_roce_packet *pkt)
+{
+	struct iovec src = {(void *)pkt->payload, 8}, dst;
+	struct uro_holds h;
+	enum result r;
+	int err;
+
+	if ((pkt->reth.va & 7) || pkt->reth.len != 8 || pkt->payload_len != 8)
+		return R_NAK_INV;
+	r = local_range(ctx, qp, pkt->reth.rkey, pkt->reth.va, 8, IBV_ACCESS_REMOTE_WRITE, &dst,
+			&h);
+	if (r != R_OK)
+		return r;
+	if (uro_atomic_lock(&ctx->self.hdr->atomic_lock)) {
+		uro_release(&h);
+		return R_DROP;
+	}
+	err = uro_remote_copy(&ctx->self, 1, &src, 1, &dst, 1, 8, &h);
+	pthread_mutex_unlock(&ctx->self.hdr->atomic_lock);
+	uro_release(&h);
+	if (err) {
+		uro_qp_error(&ctx->self, qp->pub);
+		return R_NAK_ACCESS;
+	}
+	return R_OK;
+}
+
 /* IBTA 9.7.5.1.1: a duplicate SEND or WRITE is acknowledged again, not
  * executed; a READ is executed again; an atomic is answered from the
  * saved result. */
 static void duplicate(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
+	enum result r;
 	uint32_t n;
 
 	ctx->wire->n.duplicates++;
 	switch (pkt->op->op) {
 	case WIRE_READ_REQ:
-		read_request(ctx, qp, pkt, &n);
+		/* The region may be gone since: the retry learns it too. */
+		r = read_request(ctx, qp, pkt, &n);
+		if (r > 0)
+			send_ack(ctx, qp, pkt->psn, SYNDROME_NAK(r));
 		return;
 	case WIRE_CMP_SWAP:
 	case WIRE_FETCH_ADD:
@@ -369,6 +409,9 @@ static enum result execute(struct uro_context *ctx, struct uro_qp *qp,
 		break;
 	case WIRE_WRITE:
 		r = write_packet(ctx, qp, pkt);
+		break;
+	case WIRE_ATOMIC_WRITE:
+		r = atomic_write(ctx, qp, pkt);
 		break;
 	case WIRE_READ_REQ:
 		return read_request(ctx, qp, pkt, npsn);
@@ -427,7 +470,9 @@ void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	r = execute(ctx, qp, pkt, &npsn);
 	if (r == R_OK) {
 		rq->epsn = (rq->epsn + npsn) & URO_PSN_MASK;
-		if (pkt->ack_req && (pkt->op->op == WIRE_SEND || pkt->op->op == WIRE_WRITE))
+		/* READs and atomics were answered with their data. */
+		if (pkt->ack_req && (pkt->op->op == WIRE_SEND || pkt->op->op == WIRE_WRITE ||
+				     pkt->op->op == WIRE_ATOMIC_WRITE))
 			send_ack(ctx, qp, pkt->psn, SYNDROME_ACK);
 		return;
 	}

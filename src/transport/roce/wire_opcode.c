@@ -30,6 +30,8 @@ static const struct uro_wire_opcode table[256] = {
     [RC_OP(0x14)] = {.name = "RC FetchAdd", .op = WIRE_FETCH_ADD, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_ATOMIC_ETH},
     [RC_OP(0x16)] = {.name = "RC SEND last with invalidate", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_LAST, .hdrs = HDR_IETH, .payload = 1},
     [RC_OP(0x17)] = {.name = "RC SEND only with invalidate", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_IETH, .payload = 1},
+    /* IBTA 1.5, 9.4.7: 8 bytes written at once, acknowledged as a WRITE. */
+    [RC_OP(0x1d)] = {.name = "RC RDMA ATOMIC WRITE", .op = WIRE_ATOMIC_WRITE, .qp = WIRE_RC, .pos = WIRE_ONLY, .hdrs = HDR_RETH, .payload = 1},
     [UC_OP(0x00)] = {.name = "UC SEND first", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_FIRST, .payload = 1},
     [UC_OP(0x01)] = {.name = "UC SEND middle", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_MIDDLE, .payload = 1},
     [UC_OP(0x02)] = {.name = "UC SEND last", .op = WIRE_SEND, .qp = WIRE_UC, .pos = WIRE_LAST, .payload = 1},

@@ -19,6 +19,7 @@ enum uro_wire_op {
 	WIRE_ATOMIC_ACK,
 	WIRE_CMP_SWAP,
 	WIRE_FETCH_ADD,
+	WIRE_ATOMIC_WRITE,
 };
 
 /* A packet's place in its message (IBTA 9.8.3): ONLY is FIRST and LAST. */
