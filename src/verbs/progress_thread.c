@@ -39,7 +39,7 @@ static void wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w
 {
 	struct pollfd fds[3] = {{.fd = w->kick_fd, .events = POLLIN},
 				{.fd = w->fd, .events = POLLIN},
-				{.fd = w->ufd, .events = POLLIN}};
+				{.fd = w->relay.efd, .events = POLLIN}};
 	uint64_t drain;
 	struct timespec ts;
 

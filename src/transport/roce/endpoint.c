@@ -5,7 +5,7 @@
  * 4791, with SO_REUSEADDR, which the kernel allows across users. The kernel
  * gives each datagram to one of those sockets (the newest); the process
  * that gets a packet for another slot's QP (the BTH's destination QP names
- * the slot) forwards it to that slot's abstract unix socket, with the
+ * the slot) passes it on to that slot's process (relay.h), with the
  * addresses it came with. A dead process's socket is gone with it, so the
  * others still receive; a packet for a slot nobody listens on is dropped
  * and counted. docs/architecture.md gives the reasons and the limits.
@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "device_model.h"
@@ -65,16 +64,6 @@ static void pseudo_headers(uint8_t *h, uint32_t src, uint32_t dst, uint16_t spor
 	put16(h + 24, (uint16_t)udp_len);
 }
 
-static void abstract_name(struct sockaddr_un *a, socklen_t *len, unsigned slot)
-{
-	int n;
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "uroce-wire-%u", slot);
-	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-}
-
 static int first_ipv4(const struct uro_device_model *m, uint32_t *addr)
 {
 	for (int i = 0; i < m->ngids; i++) {
@@ -108,28 +97,11 @@ static int udp_socket(uint32_t addr)
 	return fd;
 }
 
-static int unix_socket(unsigned slot)
-{
-	struct sockaddr_un a;
-	socklen_t len;
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	abstract_name(&a, &len, slot);
-	if (bind(fd, (struct sockaddr *)&a, len)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void endpoint_free(struct uro_wire_endpoint *w)
 {
 	if (w->fd >= 0)
 		close(w->fd);
-	if (w->ufd >= 0)
-		close(w->ufd);
+	uro_relay_close(&w->relay);
 	if (w->kick_fd >= 0)
 		close(w->kick_fd);
 	free(w->rx);
@@ -144,7 +116,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	if (!w)
 		return NULL;
 	pthread_mutex_init(&w->rx_lock, NULL);
-	w->fd = w->ufd = w->kick_fd = -1;
+	w->fd = w->kick_fd = w->relay.lfd = w->relay.efd = -1;
 	w->rx = calloc(URO_WIRE_BATCH, sizeof(*w->rx));
 	if (!w->rx || first_ipv4(&ctx->model, &w->addr)) {
 		int err = w->rx ? EADDRNOTAVAIL : ENOMEM;
@@ -158,9 +130,8 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 		return NULL;
 	}
 	w->fd = udp_socket(w->addr);
-	w->ufd = unix_socket(ctx->slot.slot);
 	w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->fd < 0 || w->ufd < 0 || w->kick_fd < 0) {
+	if (w->fd < 0 || w->kick_fd < 0 || uro_relay_open(&w->relay, ctx->slot.slot)) {
 		int err = errno;
 
 		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s",
@@ -220,14 +191,9 @@ int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uin
 static void forward(struct uro_wire_endpoint *w, unsigned slot, const uint8_t *pkt, size_t len,
 		    const struct forward_head *fh)
 {
-	struct sockaddr_un a;
-	socklen_t alen;
 	struct iovec iov[2] = {{(void *)fh, sizeof(*fh)}, {(void *)pkt, len}};
-	struct msghdr m = {.msg_name = &a, .msg_iov = iov, .msg_iovlen = 2};
 
-	abstract_name(&a, &alen, slot);
-	m.msg_namelen = alen;
-	if (sendmsg(w->ufd, &m, MSG_DONTWAIT) >= 0)
+	if (uro_relay_send(&w->relay, slot, iov, 2) == 0)
 		w->n.forwarded++;
 	else
 		w->n.no_qp++;
@@ -333,29 +299,32 @@ static int receive_udp(struct uro_context *ctx)
 	return n;
 }
 
-/* Packets other processes forwarded: trusted no more than the network's. */
+struct forwarded {
+	struct uro_context *ctx;
+	struct forward_head fh;
+};
+
+static void take_forwarded(void *arg, size_t len)
+{
+	struct forwarded *f = arg;
+	struct uro_wire_endpoint *w = f->ctx->wire;
+
+	if (len < sizeof(f->fh) + URO_ROCE_BTH_LEN) {
+		w->n.dropped[ROCE_TRUNCATED]++;
+		return;
+	}
+	dispatch(f->ctx, w->rx[0], len - sizeof(f->fh), &f->fh, 1);
+}
+
+/* Packets other processes passed on: trusted no more than the network's. */
 static int receive_forwarded(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
-	struct forward_head fh;
-	uint8_t *buf = w->rx[0];
-	struct iovec iov[2] = {{&fh, sizeof(fh)},
-			       {buf + URO_WIRE_HEAD, URO_WIRE_BUF - URO_WIRE_HEAD}};
-	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-	int n = 0;
+	struct forwarded f = {.ctx = ctx};
+	struct iovec iov[2] = {{&f.fh, sizeof(f.fh)},
+			       {w->rx[0] + URO_WIRE_HEAD, URO_WIRE_BUF - URO_WIRE_HEAD}};
 
-	for (; n < URO_WIRE_BATCH; n++) {
-		ssize_t got = recvmsg(w->ufd, &m, MSG_DONTWAIT);
-
-		if (got < 0)
-			break;
-		if ((size_t)got < sizeof(fh) + URO_ROCE_BTH_LEN || (m.msg_flags & MSG_TRUNC)) {
-			w->n.dropped[ROCE_TRUNCATED]++;
-			continue;
-		}
-		dispatch(ctx, buf, (size_t)got - sizeof(fh), &fh, 1);
-	}
-	return n;
+	return uro_relay_receive(&w->relay, iov, 2, URO_WIRE_BATCH, take_forwarded, &f);
 }
 
 static uint64_t tick_all(struct uro_context *ctx)

@@ -12,6 +12,7 @@
 #include "objects.h"
 #include "opcode.h"
 #include "packet.h"
+#include "relay.h"
 #include "cq_ring.h"
 #include "recv_queue.h"
 #include "segment_ops.h"
@@ -39,11 +40,11 @@ struct uro_wire_counters {
 
 /* One per context with a QP on the wire. */
 struct uro_wire_endpoint {
-	int fd;			 /* UDP, the link's IPv4 address, port 4791, SO_REUSEADDR */
-	int ufd;		 /* abstract unix datagrams: packets other processes forwarded */
-	int kick_fd;		 /* eventfd: wakes the progress thread */
-	uint32_t addr;		 /* the link's IPv4 address, network order */
-	pthread_mutex_t rx_lock; /* one receiver at a time: the responders' state */
+	int fd;			     /* UDP, the link's IPv4 address, port 4791, SO_REUSEADDR */
+	struct uro_wire_relay relay; /* packets for and from the host's other processes */
+	int kick_fd;		     /* eventfd: wakes the progress thread */
+	uint32_t addr;		     /* the link's IPv4 address, network order */
+	pthread_mutex_t rx_lock;     /* one receiver at a time: the responders' state */
 	uint8_t (*rx)[URO_WIRE_BUF];
 	uint8_t tx[URO_WIRE_BUF]; /* the responders' packets, under rx_lock */
 	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
