@@ -11,13 +11,18 @@
 
 #include "commands.h"
 #include "config.h"
+#include "faults.h"
 #include "sysfs_view.h"
 
 static const char run_usage[] =
-    "usage: uroce run CMD [ARGS...]\n"
+    "usage: uroce run [--faults SPEC] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with uroce's RDMA libraries first on LD_LIBRARY_PATH.\n"
     "UROCE_LIBDIR overrides where they are looked for.\n"
+    "\n"
+    "--faults SPEC injects faults into the RoCEv2 packets CMD sends (and puts\n"
+    "its QPs on the wire path, on one host too), as UROCE_FAULTS=SPEC does:\n"
+    "  loss=2%,dup=1%,reorder=5%,corrupt=0.1%,rnr=10%,delay=1ms~200us,seed=7\n"
     "\n"
     "CMD also sees uroce's links as a Soft-RoCE device's files in\n"
     "/sys/class/infiniband, /sys/class/infiniband_verbs and /dev/infiniband,\n"
@@ -82,12 +87,46 @@ static void enter_view(void)
 			err);
 }
 
+/* --faults SPEC or --faults=SPEC: checked here, carried by UROCE_FAULTS.
+ * Returns the arguments it took, or -1. */
+static int faults_option(int argc, char **argv)
+{
+	const char *spec = NULL;
+	struct uro_fault_spec f;
+	char err[160];
+	int took = 0;
+
+	if (argc >= 2 && !strcmp(argv[0], "--faults")) {
+		spec = argv[1];
+		took = 2;
+	} else if (argc >= 1 && !strncmp(argv[0], "--faults=", 9)) {
+		spec = argv[0] + 9;
+		took = 1;
+	} else if (argc >= 1 && !strcmp(argv[0], "--faults")) {
+		fprintf(stderr, "uroce run: --faults needs a SPEC (uroce run --help)\n");
+		return -1;
+	}
+	if (!spec)
+		return 0;
+	if (uro_faults_parse(spec, &f, err, sizeof(err))) {
+		fprintf(stderr, "uroce run: --faults: %s\n", err);
+		return -1;
+	}
+	setenv("UROCE_FAULTS", spec, 1);
+	return took;
+}
+
 int uro_cmd_run(int argc, char **argv)
 {
 	char libdir[PATH_MAX];
 	const char *old = getenv("LD_LIBRARY_PATH");
 	char *path;
+	int took = faults_option(argc, argv);
 
+	if (took < 0)
+		return 2;
+	argc -= took;
+	argv += took;
 	if (argc < 1 || uro_is_help(argv[0])) {
 		fputs(run_usage, argc < 1 ? stderr : stdout);
 		return argc < 1 ? 2 : 0;

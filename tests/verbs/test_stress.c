@@ -3,7 +3,9 @@
  * 100,000 operations in all. Every SEND carries its QP's sequence number
  * and a pattern the receiver checks byte by byte (nothing lost, duplicated
  * or reordered); every WRITE is read back and compared; every atomic
- * result is checked against a shadow counter. */
+ * result is checked against a shadow counter. Under UROCE_FAULTS (CTest's
+ * verbs_stress_faults) RC must still lose, repeat and reorder nothing;
+ * UD may lose and reorder what the faults did, never repeat or corrupt. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -24,6 +26,11 @@
 #define REGION	  65536
 #define TOTAL_OPS 100000
 #define GRH	  40
+
+/* Faults on the wire: UD loses what they lose. */
+static int lossy;
+/* STRESS_OPS: fewer, for the slower runs under faults. */
+static uint32_t total_ops = TOTAL_OPS;
 
 struct hdr {
 	uint32_t magic;
@@ -52,6 +59,8 @@ struct proc {
 	uint8_t *scratch; /* send and read-back buffers */
 	struct endpoint peer;
 	uint32_t sent[NQP], expect[NQP], got[NQP];
+	uint8_t ud_seen[TOTAL_OPS / 8 + 1]; /* lossy: the UD sequence numbers received */
+	uint32_t ud_received, ud_repeated;
 	uint64_t shadow[NRC];
 	int failures;
 	int wfd, rfd; /* pipes to the peer */
@@ -93,6 +102,31 @@ static void post_rx(struct proc *p, uint32_t qp, uint32_t slot)
 		fail(p, "post_recv", qp, (uint32_t)err, 0);
 }
 
+/* A UD message on a faulty wire: in any order, and twice when the wire
+ * duplicated it (UD keeps no PSN to tell, IBTA 9.8.4). */
+static void ud_sequence(struct proc *p, const struct hdr *h)
+{
+	if (h->magic != 0x57e55 || h->qp != UD || h->seq >= TOTAL_OPS) {
+		fail(p, "UD header", UD, h->seq, p->ud_received);
+		return;
+	}
+	if (p->ud_seen[h->seq / 8] & (1u << (h->seq % 8))) {
+		p->ud_repeated++;
+		return;
+	}
+	p->ud_seen[h->seq / 8] |= (uint8_t)(1u << (h->seq % 8));
+	p->ud_received++;
+}
+
+/* Whether every message the peer sent on qp is in (lossy UD: whatever
+ * came). */
+static int all_in(const struct proc *p, uint32_t qp)
+{
+	if (lossy && qp == UD)
+		return p->ud_received <= p->expect[UD];
+	return p->got[qp] == p->expect[qp];
+}
+
 static void check_message(struct proc *p, const struct ibv_wc *wc)
 {
 	uint32_t qp = (uint32_t)(wc->wr_id >> 32), slot = (uint32_t)wc->wr_id;
@@ -109,9 +143,12 @@ static void check_message(struct proc *p, const struct ibv_wc *wc)
 			;
 		slot = (uint32_t)wc->wr_id;
 	}
-	if (h->magic != 0x57e55 || h->qp != from || h->seq != p->got[from])
+	if (lossy && from == UD)
+		ud_sequence(p, h);
+	else if (h->magic != 0x57e55 || h->qp != from || h->seq != p->got[from])
 		fail(p, "sequence", from, h->seq, p->got[from]);
-	p->got[from] = h->seq + 1;
+	else
+		p->got[from] = h->seq + 1;
 	if (wc->byte_len != h->len + (qp == UD ? GRH : 0))
 		fail(p, "length", from, wc->byte_len, h->len);
 	for (uint32_t i = sizeof(*h); i < h->len; i++)
@@ -316,7 +353,7 @@ static void run(struct proc *p, uint32_t seed)
 	unsigned ops[NOPS] = {0};
 	uint32_t got = 0;
 
-	for (uint32_t n = 0; n < TOTAL_OPS / 2; n++) {
+	for (uint32_t n = 0; n < total_ops / 2; n++) {
 		enum op op = pick(rnd(&seed));
 		uint32_t qp = rnd(&seed) % NRC;
 
@@ -348,13 +385,13 @@ static void run(struct proc *p, uint32_t seed)
 		int all = p->peer_done;
 
 		for (uint32_t i = 0; all && i < NQP; i++)
-			all = p->got[i] == p->expect[i];
+			all = all_in(p, i);
 		if (all)
 			break;
 		service(p);
 	}
 	for (uint32_t i = 0; i < NQP; i++)
-		if (!p->peer_done || p->got[i] != p->expect[i])
+		if (!p->peer_done || !all_in(p, i))
 			fail(p, "received count", i, p->got[i], p->expect[i]);
 	/* The peer's counters hold every fetch-add: read them back. */
 	for (uint32_t qp = 0; qp < NRC; qp++) {
@@ -372,6 +409,9 @@ static void run(struct proc *p, uint32_t seed)
 	}
 	for (uint32_t i = 0; i < NQP; i++)
 		got += p->got[i];
+	if (lossy)
+		printf("[%d] UD: %u of the peer's %u received, %u of them twice\n", getpid(),
+		       p->ud_received, p->expect[UD], p->ud_repeated);
 	printf("[%d] sent %u RC + %u SRQ + %u UD messages, %u write+read, %u fetch-add; "
 	       "received and checked %u\n",
 	       getpid(), ops[OP_SEND], ops[OP_SRQ_SEND], ops[OP_UD_SEND], ops[OP_WRITE_READ],
@@ -418,6 +458,11 @@ int main(void)
 	int ab[2], ba[2], status = 1;
 	pid_t pid;
 
+	const char *ops = getenv("STRESS_OPS");
+
+	lossy = getenv("UROCE_FAULTS") != NULL;
+	if (ops && atoi(ops) > 0 && atoi(ops) <= TOTAL_OPS)
+		total_ops = (uint32_t)atoi(ops);
 	if (pipe(ab) || pipe(ba))
 		return 1;
 	pid = fork();

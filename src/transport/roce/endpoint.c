@@ -102,6 +102,7 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	uro_relay_close(&w->relay);
+	uro_wire_faults_free(w->faults);
 	if (w->kick_fd >= 0)
 		close(w->kick_fd);
 	free(w->rx);
@@ -112,6 +113,7 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = calloc(1, sizeof(*w));
+	const char *spec;
 
 	if (!w)
 		return NULL;
@@ -138,6 +140,12 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 			 ctx->dev->ibdev.name, strerror(err));
 		endpoint_free(w);
 		errno = err;
+		return NULL;
+	}
+	spec = getenv("UROCE_FAULTS");
+	if (spec && *spec && !(w->faults = uro_wire_faults_new(spec))) {
+		endpoint_free(w);
+		errno = EINVAL;
 		return NULL;
 	}
 	return w;
@@ -168,6 +176,16 @@ void uro_wire_header(struct uro_roce_packet *pkt, int code, uint32_t dest_qp, ui
 	pkt->psn = psn & URO_PSN_MASK;
 }
 
+int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+		      const uint8_t *data, size_t len)
+{
+	w->n.sent++;
+	if (sendto(w->fd, data, len, 0, (const struct sockaddr *)to, sizeof(*to)) >= 0)
+		return 0;
+	/* A full socket buffer is a lost packet: the peer's retry covers it. */
+	return errno == EAGAIN || errno == ENOBUFS ? 0 : errno;
+}
+
 int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 		  size_t tlen)
 {
@@ -180,12 +198,11 @@ int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uin
 	icrc[1] = (uint8_t)(crc >> 8);
 	icrc[2] = (uint8_t)(crc >> 16);
 	icrc[3] = (uint8_t)(crc >> 24);
-	w->n.sent++;
-	if (sendto(w->fd, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN, 0,
-		   (const struct sockaddr *)to, sizeof(*to)) >= 0)
+	if (w->faults) {
+		uro_wire_faults_send(w, to, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
 		return 0;
-	/* A full socket buffer is a lost packet: the peer's retry covers it. */
-	return errno == EAGAIN || errno == ENOBUFS ? 0 : errno;
+	}
+	return uro_wire_transmit(w, to, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
 }
 
 static void forward(struct uro_wire_endpoint *w, unsigned slot, const uint8_t *pkt, size_t len,
@@ -370,6 +387,13 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		next = tick_all(ctx);
 	}
 	pthread_mutex_unlock(&w->rx_lock);
+	/* Packets UROCE_FAULTS held back go when due, as timers fire. */
+	if (w->faults) {
+		uint64_t due = uro_wire_faults_flush(w);
+
+		if (due && (!next || due < next))
+			next = due;
+	}
 	return next;
 }
 

@@ -97,7 +97,8 @@ static enum result take_recv(struct uro_context *ctx, struct uro_qp *qp)
 
 	if (rq->has_recv)
 		return R_OK; /* kept from a message UC dropped, or an RNR retry */
-	if (uro_take_recv(&ctx->self, qp->pub, &rq->recv)) {
+	if ((uro_wire_is_rc(qp) && uro_wire_faults_rnr(ctx->wire)) ||
+	    uro_take_recv(&ctx->self, qp->pub, &rq->recv)) {
 		ctx->wire->n.rnr_naks_sent++;
 		return R_RNR;
 	}

@@ -14,6 +14,7 @@
 #include "packet.h"
 #include "relay.h"
 #include "cq_ring.h"
+#include "faults.h"
 #include "recv_queue.h"
 #include "segment_ops.h"
 
@@ -36,7 +37,12 @@ struct uro_wire_counters {
 	uint64_t rnr_naks_sent, seq_naks_sent, duplicates, out_of_sequence;
 	uint64_t dropped[ROCE_DROP_REASONS];
 	uint64_t no_qp, bad_pkey, bad_qkey, no_receive;
+	/* What UROCE_FAULTS did to this process's packets. */
+	uint64_t injected_loss, injected_dup, injected_reorder, injected_corrupt, injected_delay;
+	uint64_t injected_rnr;
 };
+
+struct uro_wire_faults;
 
 /* One per context with a QP on the wire. */
 struct uro_wire_endpoint {
@@ -50,6 +56,7 @@ struct uro_wire_endpoint {
 	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
 	uint64_t last_poll_ns;	  /* the program's last poll */
 	uint64_t last_tick_ns;	  /* the last pass over the timers */
+	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
 	struct uro_wire_counters n;
 };
 
@@ -124,6 +131,20 @@ void uro_wire_kick(struct uro_context *ctx);
  * at buf + URO_WIRE_HEAD, adding its ICRC. 0 or an errno. */
 int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 		  size_t tlen);
+/* Puts a finished packet (transport bytes and ICRC) on the socket. */
+int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+		      const uint8_t *data, size_t len);
+
+/* fault_inject.c: UROCE_FAULTS on this endpoint's packets (faults.h). */
+struct uro_wire_faults *uro_wire_faults_new(const char *spec);
+void uro_wire_faults_free(struct uro_wire_faults *f);
+void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
+			  size_t len);
+/* Sends the held packets now due; ns to the next one, 0 for none. */
+uint64_t uro_wire_faults_flush(struct uro_wire_endpoint *w);
+/* Whether this SEND is answered RNR although a receive is posted. */
+int uro_wire_faults_rnr(struct uro_wire_endpoint *w);
+
 /* Receives and answers what arrived, and fires due timers; returns the
  * nanoseconds to the next timer, 0 for none. */
 uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock);

@@ -2,7 +2,8 @@
  * that is an address of this network namespace keeps the shared-memory
  * path; any other goes over RoCEv2. UROCE_TRANSPORT=roce sends everything
  * with a GID over RoCEv2, so that the whole suite can run on the wire
- * path over lo. IPv4 GIDs only so far: an IPv6 one stays local. */
+ * path over lo; so does UROCE_FAULTS, since its faults are done to
+ * packets. IPv4 GIDs only so far: an IPv6 one stays local. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -16,9 +17,9 @@
 
 static int forced(void)
 {
-	const char *t = getenv("UROCE_TRANSPORT");
+	const char *t = getenv("UROCE_TRANSPORT"), *faults = getenv("UROCE_FAULTS");
 
-	return t && !strcmp(t, "roce");
+	return (t && !strcmp(t, "roce")) || (faults && *faults);
 }
 
 /* Whether addr is one of this namespace's own: the kernel lets a socket

@@ -1,0 +1,192 @@
+/* Where UROCE_FAULTS meets the packets (faults.h): every packet the
+ * endpoint sends passes here when faults are set, and nothing else does:
+ * without them uro_wire_send pays one branch. A packet held back (delay,
+ * reorder) waits in a bounded queue, sent by the next send or progress
+ * pass once due; when the queue is full, packets go at once. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "wire.h"
+
+#define HELD_MAX 128
+/* A reordered packet goes after the next packet sent, or after this. */
+#define REORDER_MAX_NS (1000 * 1000ull)
+
+struct held {
+	uint64_t due;	/* 0: a free entry */
+	int after_next; /* reordered: goes right after the next packet */
+	struct sockaddr_in to;
+	size_t len;
+	uint8_t data[URO_WIRE_BUF - URO_WIRE_HEAD];
+};
+
+struct uro_wire_faults {
+	struct uro_fault_spec spec;
+	pthread_mutex_t lock; /* senders of every thread come through here */
+	uint64_t rng;
+	uint64_t first_due; /* the earliest due among held, 0 none */
+	struct held held[HELD_MAX];
+};
+
+struct uro_wire_faults *uro_wire_faults_new(const char *spec)
+{
+	struct uro_wire_faults *f = calloc(1, sizeof(*f));
+	char err[160];
+
+	if (!f)
+		return NULL;
+	if (uro_faults_parse(spec, &f->spec, err, sizeof(err))) {
+		uro_warn("UROCE_FAULTS: %s", err);
+		free(f);
+		errno = EINVAL;
+		return NULL;
+	}
+	f->rng = f->spec.seed;
+	pthread_mutex_init(&f->lock, NULL);
+	return f;
+}
+
+void uro_wire_faults_free(struct uro_wire_faults *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+static void send_held(struct uro_wire_endpoint *w, struct held *h)
+{
+	if (h->data[0] == 0x0c)
+		uro_wire_transmit(w, &h->to, h->data, h->len);
+	h->due = 0;
+}
+
+/* Sends what is due (and, after a packet went, what waited for one);
+ * returns the earliest due left. Under f->lock. */
+static uint64_t release(struct uro_wire_endpoint *w, uint64_t now, int after_send)
+{
+	struct uro_wire_faults *f = w->faults;
+	uint64_t first = 0;
+
+	if (!after_send && (!f->first_due || f->first_due > now))
+		return f->first_due;
+	for (int i = 0; i < HELD_MAX; i++) {
+		struct held *h = &f->held[i];
+
+		if (!h->due)
+			continue;
+		if (h->due <= now || (after_send && h->after_next))
+			send_held(w, h);
+		else if (!first || h->due < first)
+			first = h->due;
+	}
+	__atomic_store_n(&f->first_due, first, __ATOMIC_RELAXED);
+	return first;
+}
+
+/* Keeps the packet until due; 0, or -1 when the queue is full. */
+static int hold(struct uro_wire_faults *f, const struct sockaddr_in *to, const uint8_t *data,
+		size_t len, uint64_t due, int after_next)
+{
+	for (int i = 0; i < HELD_MAX; i++) {
+		struct held *h = &f->held[i];
+
+		if (h->due)
+			continue;
+		h->due = due;
+		if (data[0] == 0x0c)
+			h->after_next = after_next;
+		h->to = *to;
+		h->len = len;
+		memcpy(h->data, data, len);
+		if (!f->first_due || due < f->first_due)
+			__atomic_store_n(&f->first_due, due, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return -1;
+}
+
+static uint64_t delay_of(struct uro_wire_faults *f)
+{
+	const struct uro_fault_spec *s = &f->spec;
+
+	if (!s->jitter_ns)
+		return s->delay_ns;
+	return s->delay_ns - s->jitter_ns + uro_faults_below(&f->rng, 2 * s->jitter_ns + 1);
+}
+
+static void inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
+		   size_t len, uint64_t now)
+{
+	struct uro_wire_faults *f = w->faults;
+	const struct uro_fault_spec *s = &f->spec;
+	uint64_t d;
+
+	if (uro_faults_hit(&f->rng, s->loss)) {
+		w->n.injected_loss++;
+		return;
+	}
+	if (uro_faults_hit(&f->rng, s->corrupt)) {
+		data[len - 1] ^= 0xff; /* the ICRC's last byte */
+		w->n.injected_corrupt++;
+	}
+	if (uro_faults_hit(&f->rng, s->dup)) {
+		uro_wire_transmit(w, to, data, len);
+		w->n.injected_dup++;
+	}
+	if (uro_faults_hit(&f->rng, s->reorder) &&
+	    !hold(f, to, data, len, now + REORDER_MAX_NS + delay_of(f), 1)) {
+		w->n.injected_reorder++;
+		return;
+	}
+	d = delay_of(f);
+	if (d && !hold(f, to, data, len, now + d, 0)) {
+		w->n.injected_delay++;
+		return;
+	}
+	uro_wire_transmit(w, to, data, len);
+	release(w, now, 1);
+}
+
+void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
+			  size_t len)
+{
+	struct uro_wire_faults *f = w->faults;
+	uint64_t now = uro_now_ns();
+
+	pthread_mutex_lock(&f->lock);
+	release(w, now, 0);
+	inject(w, to, data, len, now);
+	pthread_mutex_unlock(&f->lock);
+}
+
+uint64_t uro_wire_faults_flush(struct uro_wire_endpoint *w)
+{
+	struct uro_wire_faults *f = w->faults;
+	uint64_t now, first;
+
+	if (!f || !__atomic_load_n(&f->first_due, __ATOMIC_RELAXED))
+		return 0;
+	now = uro_now_ns();
+	pthread_mutex_lock(&f->lock);
+	first = release(w, now, 0);
+	pthread_mutex_unlock(&f->lock);
+	return first ? (first > now ? first - now : 1) : 0;
+}
+
+int uro_wire_faults_rnr(struct uro_wire_endpoint *w)
+{
+	struct uro_wire_faults *f = w->faults;
+	int hit;
+
+	if (!f || !f->spec.rnr)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	hit = uro_faults_hit(&f->rng, f->spec.rnr);
+	pthread_mutex_unlock(&f->lock);
+	if (hit)
+		w->n.injected_rnr++;
+	return hit;
+}

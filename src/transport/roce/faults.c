@@ -1,0 +1,150 @@
+/* The fault specification (faults.h): parsed once, then drawn from. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "faults.h"
+
+static int fail(char *err, size_t errlen, const char *what, const char *item)
+{
+	snprintf(err, errlen, "%s in \"%s\"", what, item);
+	return -1;
+}
+
+/* "2%", "0.5%": parts per million. */
+static int percent(const char *s, uint32_t *ppm)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || strcmp(end, "%") || v < 0 || v > 100)
+		return -1;
+	*ppm = (uint32_t)(v * 10000 + 0.5);
+	return 0;
+}
+
+/* "50us", "1ms", "2s", "100ns": nanoseconds; *rest is what follows. */
+static int duration(const char *s, uint64_t *ns, const char **rest)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t n = strlen(units[i].unit);
+
+		if (!strncmp(end, units[i].unit, n) && v * units[i].ns <= 10e9) {
+			*ns = (uint64_t)(v * units[i].ns + 0.5);
+			*rest = end + n;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* "1ms", "1ms~200us", "1ms±200us", "1ms+-200us": delay and jitter. */
+static int delay(const char *s, struct uro_fault_spec *f)
+{
+	static const char *const sep[] = {"~", "\xc2\xb1", "+-"};
+	const char *rest;
+
+	f->jitter_ns = 0;
+	if (duration(s, &f->delay_ns, &rest))
+		return -1;
+	if (!*rest)
+		return 0;
+	for (size_t i = 0; i < sizeof(sep) / sizeof(sep[0]); i++) {
+		size_t n = strlen(sep[i]);
+
+		if (!strncmp(rest, sep[i], n))
+			return duration(rest + n, &f->jitter_ns, &rest) || *rest ||
+				       f->jitter_ns > f->delay_ns
+				   ? -1
+				   : 0;
+	}
+	return -1;
+}
+
+static int item(char *kv, struct uro_fault_spec *f, char *err, size_t errlen)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} rates[] = {
+	    {"loss", offsetof(struct uro_fault_spec, loss)},
+	    {"dup", offsetof(struct uro_fault_spec, dup)},
+	    {"reorder", offsetof(struct uro_fault_spec, reorder)},
+	    {"corrupt", offsetof(struct uro_fault_spec, corrupt)},
+	    {"rnr", offsetof(struct uro_fault_spec, rnr)},
+	};
+	char *value = strchr(kv, '='), *end;
+
+	if (!value)
+		return fail(err, errlen, "expected key=value", kv);
+	*value++ = '\0';
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
+		if (!strcmp(kv, rates[i].key))
+			return percent(value, (uint32_t *)((char *)f + rates[i].off))
+				   ? fail(err, errlen, "expected a percentage from 0% to 100%",
+					  value)
+				   : 0;
+	if (!strcmp(kv, "delay"))
+		return delay(value, f) ? fail(err, errlen,
+					      "expected a delay such as 1ms or 1ms~200us (at most "
+					      "10s, the jitter at most the delay)",
+					      value)
+				       : 0;
+	if (!strcmp(kv, "seed")) {
+		errno = 0;
+		f->seed = strtoull(value, &end, 0);
+		return errno || end == value || *end ? fail(err, errlen, "expected a number", value)
+						     : 0;
+	}
+	return fail(err, errlen, "unknown fault (loss, dup, reorder, corrupt, rnr, delay, seed)",
+		    kv);
+}
+
+int uro_faults_parse(const char *spec, struct uro_fault_spec *f, char *err, size_t errlen)
+{
+	char *copy = strdup(spec), *save = NULL;
+	int rc = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->seed = 1;
+	if (!copy)
+		return fail(err, errlen, "out of memory", spec);
+	for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save))
+		rc = item(kv, f, err, errlen);
+	free(copy);
+	return rc;
+}
+
+/* splitmix64: small, fast, and every seed gives a full-period sequence. */
+static uint64_t next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint64_t uro_faults_below(uint64_t *state, uint64_t n)
+{
+	return n ? next(state) % n : 0;
+}
+
+int uro_faults_hit(uint64_t *state, uint32_t ppm)
+{
+	return ppm && uro_faults_below(state, 1000000) < ppm;
+}

@@ -1,0 +1,36 @@
+/* Faults a process injects into the RoCEv2 packets it sends (issue 12
+ * scope 3): what `tc netem` does to a link, without root and on one host
+ * too, plus what only an RDMA device can fake (receivers not ready, a
+ * corrupted ICRC). Set by UROCE_FAULTS or `uroce run --faults`:
+ *
+ *     loss=2%,dup=1%,reorder=5%,corrupt=0.1%,rnr=10%,delay=1ms~200us,seed=7
+ *
+ * Each packet this process sends is lost, corrupted (its ICRC, which the
+ * receiver drops and counts), sent twice, held back behind later packets
+ * (reorder), or delayed by delay plus or minus up to the jitter after ~
+ * (or ±); rnr is the share of SENDs this process's RC responder answers
+ * with an RNR NAK although a receive is posted. Draws come from one
+ * generator seeded by seed (default 1): a single-threaded program meets
+ * the same faults on every run. */
+#ifndef URO_FAULTS_H
+#define URO_FAULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Probabilities are in parts per million. */
+struct uro_fault_spec {
+	uint32_t loss, dup, reorder, corrupt, rnr;
+	uint64_t delay_ns, jitter_ns;
+	uint64_t seed;
+};
+
+/* Parses spec: 0, or -1 with what is wrong in err. */
+int uro_faults_parse(const char *spec, struct uro_fault_spec *f, char *err, size_t errlen);
+
+/* A draw of the generator at *state: whether an event of ppm happens. */
+int uro_faults_hit(uint64_t *state, uint32_t ppm);
+/* A uniform draw in [0, n). */
+uint64_t uro_faults_below(uint64_t *state, uint64_t n);
+
+#endif
