@@ -640,7 +640,9 @@ void uro_pending_copy(struct uro_pending *p, const struct ibv_send_wr *wr, uint3
 	p->wr.next = NULL;
 	p->wr.sg_list = p->sge;
 	p->seq = seq;
-	memcpy(p->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*p->sge));
+	/* A request without SGEs may carry a NULL list (a zero-length SEND). */
+	if (wr->num_sge)
+		memcpy(p->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*p->sge));
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		return;
 	for (int i = 0; i < wr->num_sge; i++) {
