@@ -58,8 +58,7 @@ void uro_wire_faults_free(struct uro_wire_faults *f)
 
 static void send_held(struct uro_wire_endpoint *w, struct held *h)
 {
-	if (h->data[0] == 0x0c)
-		uro_wire_transmit(w, &h->to, h->data, h->len);
+	uro_wire_transmit(w, &h->to, h->data, h->len);
 	h->due = 0;
 }
 
@@ -96,8 +95,7 @@ static int hold(struct uro_wire_faults *f, const struct sockaddr_in *to, const u
 		if (h->due)
 			continue;
 		h->due = due;
-		if (data[0] == 0x0c)
-			h->after_next = after_next;
+		h->after_next = after_next;
 		h->to = *to;
 		h->len = len;
 		memcpy(h->data, data, len);
