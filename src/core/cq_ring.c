@@ -44,8 +44,17 @@ int uro_cq_reserve(struct uro_seg_cq *cq, uint32_t *pos)
 				return URO_CQ_BUSY;
 			size = __atomic_load_n(&cq->size, __ATOMIC_RELAXED);
 		}
-		if (distance(__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE), t) >= size)
-			return URO_CQ_FULL;
+		if (distance(__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE), t) >= size) {
+			/* The head was read after t: other producers and the
+			 * consumer may have moved both past t since. Only a
+			 * tail that has not moved makes the ring full. */
+			uint32_t now = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
+
+			if (now == t)
+				return URO_CQ_FULL;
+			t = now;
+			continue;
+		}
 		if (__atomic_compare_exchange_n(&cq->tail, &t, (t + 1) & URO_CQ_POS_MASK, 0,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 			*pos = t;

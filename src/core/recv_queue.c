@@ -12,8 +12,10 @@ uint32_t uro_rq_stride(uint32_t max_sge)
 
 uint32_t uro_rq_count(const struct uro_seg_rq *rq)
 {
-	return __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE) -
-	       __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
+	/* The head first: read after the tail, it could have passed it. */
+	uint32_t head = __atomic_load_n(&rq->head, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&rq->tail, __ATOMIC_ACQUIRE) - head;
 }
 
 int uro_rq_post(struct uro_seg_rq *rq, uint8_t *ring, const struct ibv_recv_wr *wr)
