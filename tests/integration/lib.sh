@@ -47,7 +47,10 @@ wait_listen() {
 # run_pair WHAT PORT "SERVER COMMAND" "CLIENT COMMAND" [forever]: the
 # server under uroce, then (once it listens on PORT) the client; both must
 # exit 0, or with "forever" the server must still be serving, and is then
-# stopped. Their output is left in $PAIR_DIR/srv and $PAIR_DIR/cli.
+# stopped. Their output is left in $PAIR_DIR/srv and $PAIR_DIR/cli. With
+# PAIR_STATUS=FUNCTION, each side's status is what FUNCTION STATUS OUTPUT
+# prints.
+status_as_is() { echo "$1"; }
 PAIR_DIR=$(mktemp -d /tmp/uroce-pair-XXXXXX)
 trap 'rm -rf "$PAIR_DIR"; rm -f "$UROCE_CONFIG" "$UROCE_CONFIG".tmp.*' EXIT
 run_pair() {
@@ -56,14 +59,14 @@ run_pair() {
 	local srv=$!
 	wait_listen "$p" || bad "$what: the server never listened"
 	pair_client $cli_cmd >"$PAIR_DIR/cli" 2>&1
-	cst=$?
+	cst=$(${PAIR_STATUS:-status_as_is} $? "$PAIR_DIR/cli")
 	if [ -n "$forever" ]; then
 		kill -0 $srv 2>/dev/null || sst=1
 		kill $srv 2>/dev/null
 		wait $srv 2>/dev/null
 	else
 		wait $srv
-		sst=$?
+		sst=$(${PAIR_STATUS:-status_as_is} $? "$PAIR_DIR/srv")
 	fi
 	if [ $cst -eq 0 ] && [ $sst -eq 0 ]; then
 		ok
@@ -73,6 +76,22 @@ run_pair() {
 	tail -5 "$PAIR_DIR/cli" | sed 's/^/    client| /' >&2
 	tail -5 "$PAIR_DIR/srv" | sed 's/^/    server| /' >&2
 	return 1
+}
+
+# Debian's rping (rdma-core 44) destroys its CM event channel while its CM
+# thread may be on its way back to rdma_get_cm_event after the last event:
+# that call fails and the thread exits 255 although every ping passed
+# (fixed in rping upstream, rdma-core pull request 1622). Such an exit,
+# right after the DISCONNECT event, is a passed run, and is said so; any
+# other status stands.
+rping_status() { # STATUS OUTPUT
+	if [ "$1" = 255 ] && tail -1 "$2" | grep -q '^rdma_get_cm_event: ' &&
+		grep -q 'DISCONNECT EVENT' "$2"; then
+		echo "note: rping's own teardown race (rdma-core PR 1622) ended $(basename "$2") with 255 after a passed run" >&2
+		echo 0
+	else
+		echo "$1"
+	fi
 }
 
 finish() {

@@ -13,11 +13,11 @@ pair() {
 	run_pair "$1" "$p" "${2//PORT/$p}" "${3//PORT/$p}" ${4:-}
 }
 
-pair "rping -V -C 200" "rping -s -a 127.0.0.1 -p PORT -V -C 200" "rping -c -a 127.0.0.1 -p PORT -V -C 200"
+PAIR_STATUS=rping_status pair "rping -V -C 200" "rping -s -a 127.0.0.1 -p PORT -V -C 200" "rping -c -a 127.0.0.1 -p PORT -V -C 200"
 # rping's own check takes at most 65535 bytes (it prints "23 to 65536").
-pair "rping -S 65535" "rping -s -a 127.0.0.1 -p PORT -V -C 50 -S 65535" "rping -c -a 127.0.0.1 -p PORT -V -C 50 -S 65535"
+PAIR_STATUS=rping_status pair "rping -S 65535" "rping -s -a 127.0.0.1 -p PORT -V -C 50 -S 65535" "rping -c -a 127.0.0.1 -p PORT -V -C 50 -S 65535"
 # -q: rping moves its own QP (CONNECT_RESPONSE, then rdma_establish).
-pair "rping -q" "rping -s -a 127.0.0.1 -p PORT -q -V -C 100" "rping -c -a 127.0.0.1 -p PORT -q -V -C 100"
+PAIR_STATUS=rping_status pair "rping -q" "rping -s -a 127.0.0.1 -p PORT -q -V -C 100" "rping -c -a 127.0.0.1 -p PORT -q -V -C 100"
 pair "ucmatose -c 8 -C 100" "ucmatose -p PORT -c 8 -C 100" "ucmatose -s 127.0.0.1 -p PORT -c 8 -C 100"
 expect_match "$(cat "$PAIR_DIR/cli")" '^return status 0$' "ucmatose status"
 # udaddy's -p is its port space; it always uses port 7174.

@@ -84,7 +84,7 @@ run_pair "ib_read_bw 1 MiB" $port "ib_read_bw -d roce1 -x 0 -F -n 20 -s 1048576 
 
 # The CM over TCP between the namespaces, the data on the wire.
 port=$((port + 1))
-run_pair "rping" $port "rping -s -a $net.1 -p $port -C 20 -v" "rping -c -a $net.1 -p $port -C 20 -v" &&
+PAIR_STATUS=rping_status run_pair "rping" $port "rping -s -a $net.1 -p $port -C 20 -v" "rping -c -a $net.1 -p $port -C 20 -v" &&
 	expect_match "$(cat "$PAIR_DIR/cli")" 'rdma-ping-19' "rping's 20th ping"
 sleep 0.5
 kill $dump 2>/dev/null
