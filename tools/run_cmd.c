@@ -12,10 +12,11 @@
 #include "commands.h"
 #include "config.h"
 #include "faults.h"
+#include "pcap_trace.h"
 #include "sysfs_view.h"
 
 static const char run_usage[] =
-    "usage: uroce run [--faults SPEC] CMD [ARGS...]\n"
+    "usage: uroce run [--faults SPEC] [--pcap FILE [--pcap-snap N]] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with uroce's RDMA libraries first on LD_LIBRARY_PATH.\n"
     "UROCE_LIBDIR overrides where they are looked for.\n"
@@ -23,6 +24,13 @@ static const char run_usage[] =
     "--faults SPEC injects faults into the RoCEv2 packets CMD sends (and puts\n"
     "its QPs on the wire path, on one host too), as UROCE_FAULTS=SPEC does:\n"
     "  loss=2%,dup=1%,reorder=5%,corrupt=0.1%,rnr=10%,delay=1ms~200us,seed=7\n"
+    "\n"
+    "--pcap FILE writes every RoCEv2 packet CMD sends or takes on the wire path\n"
+    "to FILE, a pcap trace that Wireshark and tshark decode (UROCE_PCAP=FILE;\n"
+    "\"%p\" in FILE becomes each process's pid). --pcap-snap N keeps N bytes of\n"
+    "each packet's payload and all its headers (UROCE_PCAP_SNAP=N; 0: all).\n"
+    "A traced or faulted process's QPs take the wire path, on one host too,\n"
+    "and so do the QPs of this host's processes that connect to them.\n"
     "\n"
     "CMD also sees uroce's links as a Soft-RoCE device's files in\n"
     "/sys/class/infiniband, /sys/class/infiniband_verbs and /dev/infiniband,\n"
@@ -87,33 +95,80 @@ static void enter_view(void)
 			err);
 }
 
-/* --faults SPEC or --faults=SPEC: checked here, carried by UROCE_FAULTS.
- * Returns the arguments it took, or -1. */
-static int faults_option(int argc, char **argv)
+static int check_faults(const char *spec, char *err, size_t len)
 {
-	const char *spec = NULL;
 	struct uro_fault_spec f;
-	char err[160];
-	int took = 0;
 
-	if (argc >= 2 && !strcmp(argv[0], "--faults")) {
-		spec = argv[1];
-		took = 2;
-	} else if (argc >= 1 && !strncmp(argv[0], "--faults=", 9)) {
-		spec = argv[0] + 9;
-		took = 1;
-	} else if (argc >= 1 && !strcmp(argv[0], "--faults")) {
-		fprintf(stderr, "uroce run: --faults needs a SPEC (uroce run --help)\n");
-		return -1;
+	return uro_faults_parse(spec, &f, err, len);
+}
+
+static int check_snap(const char *n, char *err, size_t len)
+{
+	uint32_t snap;
+
+	return uro_pcap_snap_parse(n, &snap, err, len);
+}
+
+/* The options run takes, each carried to the program by an environment
+ * variable, so that a program started otherwise can have it too. */
+static const struct run_option {
+	const char *name;
+	const char *env;
+	int (*check)(const char *value, char *err, size_t len); /* NULL: any value */
+} run_options[] = {
+    {.name = "--faults", .env = "UROCE_FAULTS", .check = check_faults},
+    {.name = "--pcap", .env = "UROCE_PCAP"},
+    {.name = "--pcap-snap", .env = "UROCE_PCAP_SNAP", .check = check_snap},
+};
+
+/* "--name VALUE" or "--name=VALUE" at argv[0]: the value, with *took set to
+ * the arguments it spans; NULL when argv[0] is not that option. */
+static const char *option_value(const char *name, int argc, char **argv, int *took)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[0], name, n))
+		return NULL;
+	if (argv[0][n] == '=') {
+		*took = 1;
+		return argv[0] + n + 1;
 	}
-	if (!spec)
-		return 0;
-	if (uro_faults_parse(spec, &f, err, sizeof(err))) {
-		fprintf(stderr, "uroce run: --faults: %s\n", err);
-		return -1;
+	if (argv[0][n] || argc < 2)
+		return NULL;
+	*took = 2;
+	return argv[1];
+}
+
+/* Takes run's own options from the front of argv into the environment.
+ * Returns how many arguments they were, or -1 after saying what is wrong. */
+static int take_options(int argc, char **argv)
+{
+	int at = 0;
+
+	while (at < argc && !strncmp(argv[at], "--", 2) && strcmp(argv[at], "--help")) {
+		const struct run_option *o = NULL;
+		const char *value = NULL;
+		char err[160];
+		int took = 0;
+
+		for (size_t i = 0; i < sizeof(run_options) / sizeof(run_options[0]) && !value; i++)
+			if ((value =
+				 option_value(run_options[i].name, argc - at, argv + at, &took)))
+				o = &run_options[i];
+		if (!o) {
+			fprintf(stderr,
+				"uroce run: %s: unknown, or without its value (uroce run --help)\n",
+				argv[at]);
+			return -1;
+		}
+		if (o->check && o->check(value, err, sizeof(err))) {
+			fprintf(stderr, "uroce run: %s: %s\n", o->name, err);
+			return -1;
+		}
+		setenv(o->env, value, 1);
+		at += took;
 	}
-	setenv("UROCE_FAULTS", spec, 1);
-	return took;
+	return at;
 }
 
 int uro_cmd_run(int argc, char **argv)
@@ -121,7 +176,7 @@ int uro_cmd_run(int argc, char **argv)
 	char libdir[PATH_MAX];
 	const char *old = getenv("LD_LIBRARY_PATH");
 	char *path;
-	int took = faults_option(argc, argv);
+	int took = take_options(argc, argv);
 
 	if (took < 0)
 		return 2;

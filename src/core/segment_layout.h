@@ -160,7 +160,11 @@ struct uro_seg_header {
 	 * atomics are atomic with respect to each other (IBV_ATOMIC_HCA).
 	 * Robust: a peer that dies holding it does not wedge the others. */
 	pthread_mutex_t atomic_lock;
-	uint8_t reserved[56];
+	/* The owner's connected QPs take the wire path even to this host's
+	 * processes (UROCE_TRANSPORT=roce, UROCE_FAULTS, UROCE_PCAP): a peer
+	 * connecting to one of them must take it too (wire_qp.c). */
+	uint32_t wire_forced;
+	uint8_t reserved[52];
 };
 
 _Static_assert(sizeof(struct uro_seg_qp) == 256, "QP entry size");

@@ -429,8 +429,8 @@ static int goes_on_wire(struct uro_context *ctx, struct ibv_qp *qp, enum ibv_qp_
 		return uro_wire_ud_listens(ctx);
 	if (qp->qp_type != IBV_QPT_RC && qp->qp_type != IBV_QPT_UC)
 		return 0;
-	return (mask & IBV_QP_AV) && a->ah_attr.is_global &&
-	       uro_wire_gid_is_remote(&a->ah_attr.grh.dgid);
+	return (mask & IBV_QP_AV) && a->ah_attr.is_global && (mask & IBV_QP_DEST_QPN) &&
+	       uro_wire_connects(ctx, &a->ah_attr.grh.dgid, a->dest_qp_num);
 }
 
 /* The wire's share of a transition. */

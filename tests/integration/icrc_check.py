@@ -9,7 +9,7 @@ which bounds the time scapy takes on a long capture)
 """
 import sys
 
-from scapy.all import Ether, RawPcapReader, UDP
+from scapy.all import IP, Ether, RawPcapReader, UDP
 from scapy.contrib.roce import BTH
 
 
@@ -17,10 +17,13 @@ def main():
     path = sys.argv[1]
     every = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     checked = bad = 0
-    for n, (frame, _) in enumerate(RawPcapReader(path)):
+    reader = RawPcapReader(path)
+    # tcpdump's captures are Ethernet; uroce's own traces raw IP (101).
+    layer = IP if reader.linktype == 101 else Ether
+    for n, (frame, _) in enumerate(reader):
         if n % every:
             continue
-        pkt = Ether(frame)
+        pkt = layer(frame)
         if BTH not in pkt:
             continue
         checked += 1

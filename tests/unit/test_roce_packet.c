@@ -8,9 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../check.h"
+#include "icrc.h"
 #include "packet.h"
+#include "pcap_trace.h"
 
 #define ETH_LEN 14
 
@@ -77,6 +80,76 @@ static void check_mutations(const uint8_t *ip, size_t len)
 	free(m);
 }
 
+/* Every IPv4 packet of the captures also goes through a trace that keeps
+ * 16 bytes of payload (pcap_trace.h); check_trace reads it back. */
+#define TRACE_SNAP 16
+static struct uro_pcap *trace;
+static char trace_path[] = "/tmp/uroce-trace-XXXXXX";
+static unsigned traced;
+
+/* A trace rebuilds the IPv4 header as uroce sends it: identification 0,
+ * DF. Both are under the ICRC (Annex A17.4), so a captured packet is made
+ * so first, its ICRC computed again. */
+static void trace_packet(const uint8_t *ip, size_t len)
+{
+	static uint8_t copy[65536];
+	uint32_t src, dst, crc;
+	uint16_t sport, dport;
+
+	if ((ip[0] >> 4) != 4 || (ip[0] & 15) != 5 || !trace || len > sizeof(copy))
+		return;
+	memcpy(copy, ip, len);
+	memcpy(copy + 4, "\x00\x00\x40\x00", 4);
+	crc = uro_roce_icrc(copy, 20, len - URO_ROCE_ICRC_LEN);
+	for (int i = 0; i < 4; i++)
+		copy[len - URO_ROCE_ICRC_LEN + i] = (uint8_t)(crc >> (8 * i));
+	memcpy(&src, copy + 12, 4);
+	memcpy(&dst, copy + 16, 4);
+	memcpy(&sport, copy + 20, 2);
+	memcpy(&dport, copy + 22, 2);
+	uro_pcap_packet(trace, src, sport, dst, dport, copy + 28, len - 28);
+	traced++;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The trace is a raw-IP pcap whose every record parses as RoCEv2, its
+ * ICRC included: whole, or cut to TRACE_SNAP payload bytes with lengths
+ * and ICRC to match and the real length in the record. */
+static void check_trace(void)
+{
+	static uint8_t ip[65536];
+	uint8_t hdr[24], rec[16];
+	unsigned records = 0, cut = 0;
+	FILE *f = fopen(trace_path, "rb");
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	CHECK(fread(hdr, 1, 24, f) == 24 && le32(hdr) == 0xa1b2c3d4 && le32(hdr + 20) == 101);
+	while (fread(rec, 1, 16, f) == 16) {
+		uint32_t incl = le32(rec + 8), orig = le32(rec + 12);
+		struct uro_roce_packet p;
+
+		if (incl > sizeof(ip) || fread(ip, 1, incl, f) != incl)
+			break;
+		records++;
+		CHECK_EQ(uro_roce_parse(ip, incl, &p), ROCE_OK);
+		if (incl < orig) {
+			cut++;
+			CHECK_EQ(p.payload_len, TRACE_SNAP);
+		}
+		CHECK(incl <= orig);
+	}
+	fclose(f);
+	printf("%u packets traced, %u of them cut to %u payload bytes\n", records, cut, TRACE_SNAP);
+	CHECK_EQ(records, traced);
+	CHECK(cut > 0);
+}
+
 static void check_packet(const uint8_t *ip, size_t len)
 {
 	struct uro_roce_packet p;
@@ -92,6 +165,7 @@ static void check_packet(const uint8_t *ip, size_t len)
 		return;
 	}
 	seen[p.opcode]++;
+	trace_packet(ip, len);
 	tl = uro_roce_transport_len(&p);
 	out = malloc(tl);
 	CHECK_EQ(uro_roce_build(&p, out), tl);
@@ -191,9 +265,18 @@ static void check_code_lookup(void)
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/data/roce-captures";
+	char err[256];
+	int fd = mkstemp(trace_path);
 
+	if (fd >= 0)
+		close(fd);
+	trace = uro_pcap_open(trace_path, TRACE_SNAP, err, sizeof(err));
+	CHECK(trace != NULL);
 	for (size_t i = 0; i < sizeof(captures) / sizeof(captures[0]); i++)
 		read_capture(dir, captures[i]);
+	uro_pcap_close(trace);
+	check_trace();
+	unlink(trace_path);
 	printf("%u RoCEv2 packets\n", packets);
 	CHECK_EQ(packets, 609); /* the captures README.md's RoCEv2 column, summed */
 	check_census();

@@ -103,6 +103,7 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 		close(w->fd);
 	uro_relay_close(&w->relay);
 	uro_wire_faults_free(w->faults);
+	uro_pcap_close(w->pcap);
 	if (w->kick_fd >= 0)
 		close(w->kick_fd);
 	free(w->rx);
@@ -114,6 +115,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = calloc(1, sizeof(*w));
 	const char *spec;
+	char err[256];
 
 	if (!w)
 		return NULL;
@@ -142,6 +144,10 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 		errno = err;
 		return NULL;
 	}
+	/* A trace watches; one that cannot be written leaves the program be. */
+	w->pcap = uro_pcap_from_env(err, sizeof(err));
+	if (!w->pcap && *err)
+		uro_warn("UROCE_PCAP: no trace: %s", err);
 	spec = getenv("UROCE_FAULTS");
 	if (spec && *spec && !(w->faults = uro_wire_faults_new(spec))) {
 		endpoint_free(w);
@@ -180,8 +186,12 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 		      const uint8_t *data, size_t len)
 {
 	w->n.sent++;
-	if (sendto(w->fd, data, len, 0, (const struct sockaddr *)to, sizeof(*to)) >= 0)
+	if (sendto(w->fd, data, len, 0, (const struct sockaddr *)to, sizeof(*to)) >= 0) {
+		if (w->pcap)
+			uro_pcap_packet(w->pcap, w->addr, htons(URO_ROCE_PORT), to->sin_addr.s_addr,
+					to->sin_port, data, len);
 		return 0;
+	}
 	/* A full socket buffer is a lost packet: the peer's retry covers it. */
 	return errno == EAGAIN || errno == ENOBUFS ? 0 : errno;
 }
@@ -250,15 +260,19 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	pseudo_headers(buf, fh->src, fh->dst, fh->sport, tlen - URO_ROCE_ICRC_LEN);
 	why = uro_roce_parse(buf, URO_WIRE_HEAD + tlen, &p);
 	w->n.received++;
+	if (why == ROCE_OK && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
+		forward(w, p.dest_qp >> 12, buf + URO_WIRE_HEAD, tlen, fh);
+		return; /* its process traces it */
+	}
+	if (w->pcap)
+		uro_pcap_packet(w->pcap, fh->src, fh->sport, fh->dst, htons(URO_ROCE_PORT),
+				buf + URO_WIRE_HEAD, tlen);
 	if (why != ROCE_OK) {
 		w->n.dropped[why]++;
 		return;
 	}
 	if ((p.dest_qp >> 12) != ctx->slot.slot) {
-		if (!forwarded)
-			forward(w, p.dest_qp >> 12, buf + URO_WIRE_HEAD, tlen, fh);
-		else
-			w->n.no_qp++;
+		w->n.no_qp++;
 		return;
 	}
 	qp = target_qp(ctx, &p);

@@ -15,6 +15,7 @@
 #include "relay.h"
 #include "cq_ring.h"
 #include "faults.h"
+#include "pcap_trace.h"
 #include "recv_queue.h"
 #include "segment_ops.h"
 
@@ -57,6 +58,7 @@ struct uro_wire_endpoint {
 	uint64_t last_poll_ns;	  /* the program's last poll */
 	uint64_t last_tick_ns;	  /* the last pass over the timers */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
+	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
 	struct uro_wire_counters n;
 };
 
@@ -117,8 +119,14 @@ struct uro_qp_wire {
 };
 
 /* Which path a destination takes: 1 the wire, 0 shared memory. A GID of
- * this network namespace stays local unless UROCE_TRANSPORT=roce. */
+ * this network namespace stays local unless this process takes the wire
+ * to all (uro_wire_forced). */
 int uro_wire_gid_is_remote(const union ibv_gid *gid);
+/* Whether this process's QPs take the wire path to every peer. */
+int uro_wire_forced(void);
+/* Whether a connected QP to (gid, dest_qpn) takes the wire path: a remote
+ * GID, or this process's or the destination process's forcing. */
+int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_t dest_qpn);
 /* Whether a UD QP of ctx must listen on the wire too. */
 int uro_wire_ud_listens(struct uro_context *ctx);
 

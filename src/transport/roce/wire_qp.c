@@ -15,11 +15,12 @@
 #include "netdev.h"
 #include "wire.h"
 
-static int forced(void)
+int uro_wire_forced(void)
 {
-	const char *t = getenv("UROCE_TRANSPORT"), *faults = getenv("UROCE_FAULTS");
+	const char *t = getenv("UROCE_TRANSPORT"), *faults = getenv("UROCE_FAULTS"),
+		   *pcap = getenv("UROCE_PCAP");
 
-	return (t && !strcmp(t, "roce")) || (faults && *faults);
+	return (t && !strcmp(t, "roce")) || (faults && *faults) || (pcap && *pcap);
 }
 
 /* Whether addr is one of this namespace's own: the kernel lets a socket
@@ -43,17 +44,32 @@ int uro_wire_gid_is_remote(const union ibv_gid *gid)
 
 	if (!uro_gid_is_ipv4_mapped(gid))
 		return 0;
-	if (forced())
+	if (uro_wire_forced())
 		return 1;
 	memcpy(&addr, gid->raw + 12, 4);
 	return !is_own_address(addr);
+}
+
+int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_t dest_qpn)
+{
+	struct uro_peer *peer;
+	int err;
+
+	if (uro_wire_gid_is_remote(gid))
+		return 1;
+	if (!uro_gid_is_ipv4_mapped(gid))
+		return 0;
+	/* Both ends of a connection take one path: the peer's process may
+	 * have been told to take the wire (its faults, its trace). */
+	peer = uro_peer_of(ctx, dest_qpn, &err);
+	return peer && __atomic_load_n(&peer->hdr->wire_forced, __ATOMIC_ACQUIRE);
 }
 
 int uro_wire_ud_listens(struct uro_context *ctx)
 {
 	/* A device on lo hears only this host, which shared memory serves. */
 	return ctx->model.link.type == URO_LINK_ROCE &&
-	       (forced() || strcmp(ctx->model.link.netdev, "lo") != 0);
+	       (uro_wire_forced() || strcmp(ctx->model.link.netdev, "lo") != 0);
 }
 
 static struct uro_qp_wire *wire_new(struct uro_qp *qp)

@@ -1,0 +1,210 @@
+#include "pcap_trace.h"
+
+#include "icrc.h"
+#include "packet.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The classic pcap format: microsecond timestamps, raw IP packets
+ * (LINKTYPE_RAW), as tcpdump writes them. */
+#define PCAP_MAGIC    0xa1b2c3d4u
+#define LINKTYPE_RAW  101
+#define SNAP_MAX      65535u
+#define IP_UDP_HEADER 28
+
+struct uro_pcap {
+	int fd;
+	uint32_t snap; /* payload bytes kept of each packet; 0: all */
+};
+
+struct pcap_file_header {
+	uint32_t magic;
+	uint16_t major, minor;
+	int32_t thiszone;
+	uint32_t sigfigs, snaplen, linktype;
+};
+
+struct pcap_record_header {
+	uint32_t sec, usec, incl_len, orig_len;
+};
+
+int uro_pcap_snap_parse(const char *s, uint32_t *snap, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > SNAP_MAX) {
+		snprintf(err, errlen, "snap length '%s': payload bytes, from 0 to %u", s, SNAP_MAX);
+		return -1;
+	}
+	*snap = (uint32_t)v;
+	return 0;
+}
+
+/* pattern with each "%p" replaced by the pid. */
+static int expand(const char *pattern, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (const char *p = pattern; *p; p++) {
+		int n = p[0] == '%' && p[1] == 'p'
+			    ? snprintf(out + o, len - o, "%ld", (long)getpid())
+			    : snprintf(out + o, len - o, "%c", *p);
+
+		if (n < 0 || (size_t)n >= len - o)
+			return -1;
+		o += (size_t)n;
+		p += p[0] == '%' && p[1] == 'p';
+	}
+	return 0;
+}
+
+struct uro_pcap *uro_pcap_open(const char *pattern, uint32_t snap, char *err, size_t errlen)
+{
+	struct pcap_file_header h = {.magic = PCAP_MAGIC,
+				     .major = 2,
+				     .minor = 4,
+				     .snaplen = SNAP_MAX,
+				     .linktype = LINKTYPE_RAW};
+	struct uro_pcap *t;
+	char path[4096];
+
+	if (expand(pattern, path, sizeof(path))) {
+		snprintf(err, errlen, "trace file name too long");
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return NULL;
+	}
+	t->snap = snap;
+	t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (t->fd < 0 || write(t->fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
+		snprintf(err, errlen, "trace file %s: %s", path, strerror(errno));
+		uro_pcap_close(t);
+		return NULL;
+	}
+	return t;
+}
+
+struct uro_pcap *uro_pcap_from_env(char *err, size_t errlen)
+{
+	const char *path = getenv("UROCE_PCAP");
+	const char *snap_s = getenv("UROCE_PCAP_SNAP");
+	uint32_t snap = 0;
+
+	*err = '\0';
+	if (!path || !*path)
+		return NULL;
+	if (snap_s && *snap_s && uro_pcap_snap_parse(snap_s, &snap, err, errlen))
+		return NULL;
+	return uro_pcap_open(path, snap, err, errlen);
+}
+
+void uro_pcap_close(struct uro_pcap *t)
+{
+	if (!t)
+		return;
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* The IPv4 header checksum (RFC 791): the ones' complement sum. */
+static uint16_t ip_checksum(const uint8_t *h)
+{
+	uint32_t sum = 0;
+
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)(h[i] << 8 | h[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* The headers the kernel put around the packet: IPv4 with DF and TTL 64,
+ * UDP without a checksum (RoCEv2 leaves it 0, Annex A17.4.2). */
+static void ip_udp(uint8_t *h, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport,
+		   size_t len)
+{
+	memset(h, 0, IP_UDP_HEADER);
+	h[0] = 0x45;
+	put16(h + 2, (uint16_t)(IP_UDP_HEADER + len));
+	put16(h + 6, 0x4000);
+	h[8] = 64;
+	h[9] = 17;
+	memcpy(h + 12, &src, 4);
+	memcpy(h + 16, &dst, 4);
+	put16(h + 10, ip_checksum(h));
+	memcpy(h + 20, &sport, 2);
+	memcpy(h + 22, &dport, 2);
+	put16(h + 24, (uint16_t)(8 + len));
+}
+
+/* Cuts the payload of the packet in buf (IPv4, UDP, RoCEv2) to at most
+ * snap bytes, and makes its lengths, pad and ICRC those of the shorter
+ * packet: decoders read it whole (the InfiniBand dissector takes a packet
+ * cut short for malformed), and the record's original length keeps the
+ * real one. Returns the packet's new length; a packet that does not parse
+ * is kept whole. */
+static size_t snap_payload(uint8_t *buf, size_t len, uint32_t snap)
+{
+	struct uro_roce_packet p;
+	size_t head, keep;
+	uint32_t crc;
+
+	if (uro_roce_parse(buf, len, &p) != ROCE_OK || p.payload_len <= snap)
+		return len;
+	head = (size_t)(p.payload - buf);
+	keep = snap & ~3u; /* whole words: no pad */
+	buf[IP_UDP_HEADER + 1] &= (uint8_t)~0x30;
+	len = head + keep + URO_ROCE_ICRC_LEN;
+	put16(buf + 2, (uint16_t)len);
+	put16(buf + 10, 0);
+	put16(buf + 10, ip_checksum(buf));
+	put16(buf + 24, (uint16_t)(len - 20));
+	crc = uro_roce_icrc(buf, 20, len - URO_ROCE_ICRC_LEN);
+	for (int i = 0; i < 4; i++)
+		buf[len - URO_ROCE_ICRC_LEN + i] = (uint8_t)(crc >> (8 * i));
+	return len;
+}
+
+void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport,
+		     const uint8_t *roce, size_t len)
+{
+	uint8_t buf[IP_UDP_HEADER + URO_PCAP_MAX_ROCE];
+	struct pcap_record_header r;
+	struct timespec now;
+	struct iovec iov[2] = {{&r, sizeof(r)}, {buf, 0}};
+
+	if (len > URO_PCAP_MAX_ROCE)
+		return; /* longer than any packet uroce sends or takes */
+	clock_gettime(CLOCK_REALTIME, &now);
+	r.sec = (uint32_t)now.tv_sec;
+	r.usec = (uint32_t)(now.tv_nsec / 1000);
+	r.orig_len = (uint32_t)(IP_UDP_HEADER + len);
+	ip_udp(buf, src, sport, dst, dport, len);
+	memcpy(buf + IP_UDP_HEADER, roce, len);
+	iov[1].iov_len = t->snap ? snap_payload(buf, r.orig_len, t->snap) : r.orig_len;
+	r.incl_len = (uint32_t)iov[1].iov_len;
+	/* A trace that cannot be written loses records, never packets. */
+	if (writev(t->fd, iov, 2) < 0)
+		return;
+}

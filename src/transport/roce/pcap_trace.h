@@ -1,0 +1,37 @@
+/* The packet trace (issue 12 scope 1): every RoCEv2 packet a process sends
+ * or takes on the wire path, written to a pcap file that Wireshark and
+ * tshark decode as RoCEv2 (UDP port 4791). UROCE_PCAP=FILE ("%p" in it
+ * becomes the pid) and UROCE_PCAP_SNAP=N (payload bytes kept of each
+ * packet, all headers kept) set it; `uroce run --pcap` sets them.
+ *
+ * Each record goes to the file in one write on a descriptor opened for
+ * appending, so threads need no lock, and nothing is buffered: what was
+ * traced is in the file when the process exits or is killed. */
+#ifndef URO_PCAP_TRACE_H
+#define URO_PCAP_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The longest RoCEv2 packet traced: headers, a 4096-byte MTU's payload,
+ * pad and ICRC. */
+#define URO_PCAP_MAX_ROCE 4200
+
+struct uro_pcap;
+
+/* The trace the environment asks for: NULL with *err empty when none is
+ * asked for, NULL with *err set when it cannot be opened. */
+struct uro_pcap *uro_pcap_from_env(char *err, size_t errlen);
+/* pattern's file, created or emptied, with its pcap header written. */
+struct uro_pcap *uro_pcap_open(const char *pattern, uint32_t snap, char *err, size_t errlen);
+void uro_pcap_close(struct uro_pcap *t);
+
+/* One RoCEv2 packet (its BTH to its ICRC) between two IPv4 addresses and
+ * UDP ports, all in network order, as an IPv4 packet. */
+void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport,
+		     const uint8_t *roce, size_t len);
+
+/* UROCE_PCAP_SNAP's value, payload bytes (0: all): 0, or -1 with err set. */
+int uro_pcap_snap_parse(const char *s, uint32_t *snap, char *err, size_t errlen);
+
+#endif
