@@ -3,6 +3,7 @@
 #ifndef URO_CHECK_H
 #define URO_CHECK_H
 
+#include <execinfo.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,9 +41,12 @@ static int check_passed, check_failed;
  * as the whole program's timeout. */
 static const char *check_running;
 
+/* Where the overdue test stood is printed too: a hang seen once in a
+ * suite run is then more than a name. */
 static inline void check_overdue(int sig)
 {
 	static const char msg[] = "overdue, the program ends: ";
+	void *where[32];
 	ssize_t r;
 
 	(void)sig;
@@ -50,12 +54,23 @@ static inline void check_overdue(int sig)
 	r = write(2, check_running, strlen(check_running));
 	r = write(2, "\n", 1);
 	(void)r;
+	backtrace_symbols_fd(where, backtrace(where, 32), 2);
 	_exit(124);
+}
+
+/* backtrace(3) loads its unwinder on first use: done here, not in the
+ * signal handler. */
+static inline void check_arm_backtrace(void)
+{
+	void *one[1];
+
+	(void)backtrace(one, 1);
 }
 
 #define RUN(call, seconds)                                                                         \
 	do {                                                                                       \
 		check_running = #call;                                                             \
+		check_arm_backtrace();                                                             \
 		signal(SIGALRM, check_overdue);                                                    \
 		alarm(seconds);                                                                    \
 		call;                                                                              \
