@@ -51,7 +51,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct uro_roce_packet p;
 	uint8_t *ip;
 	size_t hl;
-	uint32_t crc;
 	enum uro_roce_drop why;
 
 	if (size < 4)
@@ -66,9 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hl = ip[0] >> 4 == 4 ? (size_t)(ip[0] & 0x0f) * 4 : 40;
 		size = ip[0] >> 4 == 4 ? (size_t)(ip[2] << 8 | ip[3])
 				       : 40 + (size_t)(ip[4] << 8 | ip[5]);
-		crc = uro_roce_icrc(ip, hl, size - URO_ROCE_ICRC_LEN);
-		for (int i = 0; i < 4; i++)
-			ip[size - 4 + i] = (uint8_t)(crc >> (8 * i));
+		uro_roce_icrc_put(ip, hl, size - URO_ROCE_ICRC_LEN);
 		why = uro_roce_parse(ip, size, &p);
 		if (why == ROCE_BAD_ICRC)
 			abort();

@@ -88,26 +88,24 @@ static char trace_path[] = "/tmp/uroce-trace-XXXXXX";
 static unsigned traced;
 
 /* A trace rebuilds the IPv4 header as uroce sends it: identification 0,
- * DF. Both are under the ICRC (Annex A17.4), so a captured packet is made
+ * DF. Both are under the ICRC (Annex A17.8), so a captured packet is made
  * so first, its ICRC computed again. */
 static void trace_packet(const uint8_t *ip, size_t len)
 {
 	static uint8_t copy[65536];
-	uint32_t src, dst, crc;
-	uint16_t sport, dport;
+	uint32_t src, dst;
+	uint16_t sport;
 
 	if ((ip[0] >> 4) != 4 || (ip[0] & 15) != 5 || !trace || len > sizeof(copy))
 		return;
+	memcpy(&src, ip + 12, 4);
+	memcpy(&dst, ip + 16, 4);
+	memcpy(&sport, ip + 20, 2);
 	memcpy(copy, ip, len);
-	memcpy(copy + 4, "\x00\x00\x40\x00", 4);
-	crc = uro_roce_icrc(copy, 20, len - URO_ROCE_ICRC_LEN);
-	for (int i = 0; i < 4; i++)
-		copy[len - URO_ROCE_ICRC_LEN + i] = (uint8_t)(crc >> (8 * i));
-	memcpy(&src, copy + 12, 4);
-	memcpy(&dst, copy + 16, 4);
-	memcpy(&sport, copy + 20, 2);
-	memcpy(&dport, copy + 22, 2);
-	uro_pcap_packet(trace, src, sport, dst, dport, copy + 28, len - 28);
+	uro_roce_ipv4_udp(copy, src, dst, sport, len - URO_ROCE_IPV4_UDP_LEN);
+	uro_roce_icrc_put(copy, 20, len - URO_ROCE_ICRC_LEN);
+	uro_pcap_packet(trace, src, sport, dst, copy + URO_ROCE_IPV4_UDP_LEN,
+			len - URO_ROCE_IPV4_UDP_LEN);
 	traced++;
 }
 

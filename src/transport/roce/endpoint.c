@@ -29,7 +29,6 @@
 #include "log.h"
 #include "wire.h"
 
-#define IP_DF		 0x4000
 #define URO_WIRE_SOCKBUF (4 << 20)
 
 /* What a forwarded datagram carries in front of the packet. */
@@ -38,31 +37,6 @@ struct forward_head {
 	uint16_t sport;	   /* network order */
 	uint16_t reserved;
 };
-
-static void put16(uint8_t *b, uint16_t v)
-{
-	b[0] = (uint8_t)(v >> 8);
-	b[1] = (uint8_t)v;
-}
-
-/* The IPv4 and UDP headers Linux writes for a packet of tlen transport
- * bytes plus its ICRC, into the URO_WIRE_HEAD bytes before it. */
-static void pseudo_headers(uint8_t *h, uint32_t src, uint32_t dst, uint16_t sport, size_t tlen)
-{
-	size_t udp_len = 8 + tlen + URO_ROCE_ICRC_LEN;
-
-	memset(h, 0, URO_WIRE_HEAD);
-	h[0] = 0x45;
-	put16(h + 2, (uint16_t)(20 + udp_len));
-	put16(h + 6, IP_DF);
-	h[8] = 64;
-	h[9] = IPPROTO_UDP;
-	memcpy(h + 12, &src, 4);
-	memcpy(h + 16, &dst, 4);
-	put16(h + 20, ntohs(sport));
-	put16(h + 22, URO_ROCE_PORT);
-	put16(h + 24, (uint16_t)udp_len);
-}
 
 static int first_ipv4(const struct uro_device_model *m, uint32_t *addr)
 {
@@ -189,7 +163,7 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 	if (sendto(w->fd, data, len, 0, (const struct sockaddr *)to, sizeof(*to)) >= 0) {
 		if (w->pcap)
 			uro_pcap_packet(w->pcap, w->addr, htons(URO_ROCE_PORT), to->sin_addr.s_addr,
-					to->sin_port, data, len);
+					data, len);
 		return 0;
 	}
 	/* A full socket buffer is a lost packet: the peer's retry covers it. */
@@ -199,15 +173,9 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 		  size_t tlen)
 {
-	uint8_t *icrc = buf + URO_WIRE_HEAD + tlen;
-	uint32_t crc;
-
-	pseudo_headers(buf, w->addr, to->sin_addr.s_addr, htons(URO_ROCE_PORT), tlen);
-	crc = uro_roce_icrc(buf, 20, URO_WIRE_HEAD + tlen);
-	icrc[0] = (uint8_t)crc;
-	icrc[1] = (uint8_t)(crc >> 8);
-	icrc[2] = (uint8_t)(crc >> 16);
-	icrc[3] = (uint8_t)(crc >> 24);
+	uro_roce_ipv4_udp(buf, w->addr, to->sin_addr.s_addr, htons(URO_ROCE_PORT),
+			  tlen + URO_ROCE_ICRC_LEN);
+	uro_roce_icrc_put(buf, 20, URO_WIRE_HEAD + tlen);
 	if (w->faults) {
 		uro_wire_faults_send(w, to, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
 		return 0;
@@ -257,7 +225,7 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	enum uro_roce_drop why;
 	struct uro_qp *qp;
 
-	pseudo_headers(buf, fh->src, fh->dst, fh->sport, tlen - URO_ROCE_ICRC_LEN);
+	uro_roce_ipv4_udp(buf, fh->src, fh->dst, fh->sport, tlen);
 	why = uro_roce_parse(buf, URO_WIRE_HEAD + tlen, &p);
 	w->n.received++;
 	if (why == ROCE_OK && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
@@ -265,8 +233,7 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 		return; /* its process traces it */
 	}
 	if (w->pcap)
-		uro_pcap_packet(w->pcap, fh->src, fh->sport, fh->dst, htons(URO_ROCE_PORT),
-				buf + URO_WIRE_HEAD, tlen);
+		uro_pcap_packet(w->pcap, fh->src, fh->sport, fh->dst, buf + URO_WIRE_HEAD, tlen);
 	if (why != ROCE_OK) {
 		w->n.dropped[why]++;
 		return;

@@ -45,3 +45,11 @@ uint32_t uro_roce_icrc(const uint8_t *ip, size_t ip_hdr_len, size_t len)
 	crc = crc32_gzip_refl(0, masked, 8 + head);
 	return crc32_gzip_refl(crc, ip + head, len - head);
 }
+
+void uro_roce_icrc_put(uint8_t *ip, size_t ip_hdr_len, size_t len)
+{
+	uint32_t crc = uro_roce_icrc(ip, ip_hdr_len, len);
+
+	for (int i = 0; i < 4; i++)
+		ip[len + (size_t)i] = (uint8_t)(crc >> (8 * i));
+}

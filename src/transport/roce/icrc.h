@@ -10,5 +10,7 @@
  * caller has checked that the IP, UDP and BTH headers are within len.
  * The value goes on the wire in little-endian byte order. */
 uint32_t uro_roce_icrc(const uint8_t *ip, size_t ip_hdr_len, size_t len);
+/* Computes the ICRC of ip[0, len) and writes it, little-endian, at ip + len. */
+void uro_roce_icrc_put(uint8_t *ip, size_t ip_hdr_len, size_t len);
 
 #endif

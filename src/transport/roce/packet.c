@@ -56,6 +56,34 @@ static void put64(uint8_t *b, uint64_t v)
 	put32(b + 4, (uint32_t)v);
 }
 
+void uro_roce_ipv4_udp(uint8_t *h, uint32_t src, uint32_t dst, uint16_t sport, size_t len)
+{
+	memset(h, 0, URO_ROCE_IPV4_UDP_LEN);
+	h[0] = 0x45;
+	put16(h + 2, (uint16_t)(URO_ROCE_IPV4_UDP_LEN + len));
+	put16(h + 6, 0x4000); /* DF */
+	h[8] = 64;
+	h[9] = IPPROTO_UDP_;
+	memcpy(h + 12, &src, 4);
+	memcpy(h + 16, &dst, 4);
+	memcpy(h + 20, &sport, 2);
+	put16(h + 22, URO_ROCE_PORT);
+	put16(h + 24, (uint16_t)(UDP_LEN + len));
+}
+
+/* RFC 791: the ones' complement of the ones' complement sum. */
+void uro_roce_ipv4_checksum(uint8_t *h)
+{
+	uint32_t sum = 0;
+
+	put16(h + 10, 0);
+	for (int i = 0; i < IPV4_MIN_LEN; i += 2)
+		sum += get16(h + i);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	put16(h + 10, (uint16_t)~sum);
+}
+
 /* The IP header's length and the datagram's, from the header itself; 0
  * when it is not an IPv4 or IPv6 header carrying UDP within len. */
 static size_t ip_header(const uint8_t *ip, size_t len, size_t *datagram)

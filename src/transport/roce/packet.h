@@ -67,6 +67,15 @@ enum uro_roce_drop uro_roce_parse(const uint8_t *ip, size_t len, struct uro_roce
  * NULL, the payload's bytes are left for the caller to write. The ICRC is not
  * included: it covers the IP and UDP headers too (icrc.h). */
 size_t uro_roce_build(const struct uro_roce_packet *p, uint8_t *out);
+
+/* The IPv4 and UDP headers Linux writes in front of a RoCEv2 packet of len
+ * bytes (BTH to ICRC) sent to port 4791 (DF, TTL 64, identification 0,
+ * no UDP checksum), into the URO_ROCE_IPV4_UDP_LEN bytes at h. Addresses
+ * and sport in network order. The IP checksum is left 0: the ICRC masks
+ * it (Annex A17.8); uro_roce_ipv4_checksum fills it for a reader. */
+#define URO_ROCE_IPV4_UDP_LEN 28
+void uro_roce_ipv4_udp(uint8_t *h, uint32_t src, uint32_t dst, uint16_t sport, size_t len);
+void uro_roce_ipv4_checksum(uint8_t *h);
 size_t uro_roce_transport_len(const struct uro_roce_packet *p);
 
 const char *uro_roce_drop_name(enum uro_roce_drop why);

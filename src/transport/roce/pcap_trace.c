@@ -3,7 +3,6 @@
 #include "icrc.h"
 #include "packet.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,10 +14,9 @@
 
 /* The classic pcap format: microsecond timestamps, raw IP packets
  * (LINKTYPE_RAW), as tcpdump writes them. */
-#define PCAP_MAGIC    0xa1b2c3d4u
-#define LINKTYPE_RAW  101
-#define SNAP_MAX      65535u
-#define IP_UDP_HEADER 28
+#define PCAP_MAGIC   0xa1b2c3d4u
+#define LINKTYPE_RAW 101
+#define SNAP_MAX     65535u
 
 struct uro_pcap {
 	int fd;
@@ -121,43 +119,6 @@ void uro_pcap_close(struct uro_pcap *t)
 	free(t);
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-/* The IPv4 header checksum (RFC 791): the ones' complement sum. */
-static uint16_t ip_checksum(const uint8_t *h)
-{
-	uint32_t sum = 0;
-
-	for (int i = 0; i < 20; i += 2)
-		sum += (uint32_t)(h[i] << 8 | h[i + 1]);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-/* The headers the kernel put around the packet: IPv4 with DF and TTL 64,
- * UDP without a checksum (RoCEv2 leaves it 0, Annex A17.4.2). */
-static void ip_udp(uint8_t *h, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport,
-		   size_t len)
-{
-	memset(h, 0, IP_UDP_HEADER);
-	h[0] = 0x45;
-	put16(h + 2, (uint16_t)(IP_UDP_HEADER + len));
-	put16(h + 6, 0x4000);
-	h[8] = 64;
-	h[9] = 17;
-	memcpy(h + 12, &src, 4);
-	memcpy(h + 16, &dst, 4);
-	put16(h + 10, ip_checksum(h));
-	memcpy(h + 20, &sport, 2);
-	memcpy(h + 22, &dport, 2);
-	put16(h + 24, (uint16_t)(8 + len));
-}
-
 /* Cuts the payload of the packet in buf (IPv4, UDP, RoCEv2) to at most
  * snap bytes, and makes its lengths, pad and ICRC those of the shorter
  * packet: decoders read it whole (the InfiniBand dissector takes a packet
@@ -167,29 +128,26 @@ static void ip_udp(uint8_t *h, uint32_t src, uint16_t sport, uint32_t dst, uint1
 static size_t snap_payload(uint8_t *buf, size_t len, uint32_t snap)
 {
 	struct uro_roce_packet p;
-	size_t head, keep;
-	uint32_t crc;
+	uint32_t src, dst;
+	uint16_t sport;
 
 	if (uro_roce_parse(buf, len, &p) != ROCE_OK || p.payload_len <= snap)
 		return len;
-	head = (size_t)(p.payload - buf);
-	keep = snap & ~3u; /* whole words: no pad */
-	buf[IP_UDP_HEADER + 1] &= (uint8_t)~0x30;
-	len = head + keep + URO_ROCE_ICRC_LEN;
-	put16(buf + 2, (uint16_t)len);
-	put16(buf + 10, 0);
-	put16(buf + 10, ip_checksum(buf));
-	put16(buf + 24, (uint16_t)(len - 20));
-	crc = uro_roce_icrc(buf, 20, len - URO_ROCE_ICRC_LEN);
-	for (int i = 0; i < 4; i++)
-		buf[len - URO_ROCE_ICRC_LEN + i] = (uint8_t)(crc >> (8 * i));
+	len =
+	    (size_t)(p.payload - buf) + (snap & ~3u) + URO_ROCE_ICRC_LEN; /* whole words: no pad */
+	memcpy(&src, buf + 12, 4);
+	memcpy(&dst, buf + 16, 4);
+	memcpy(&sport, buf + 20, 2);
+	uro_roce_ipv4_udp(buf, src, dst, sport, len - URO_ROCE_IPV4_UDP_LEN);
+	buf[URO_ROCE_IPV4_UDP_LEN + 1] &= (uint8_t)~0x30; /* BTH PadCnt */
+	uro_roce_icrc_put(buf, 20, len - URO_ROCE_ICRC_LEN);
 	return len;
 }
 
-void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport,
+void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t dst,
 		     const uint8_t *roce, size_t len)
 {
-	uint8_t buf[IP_UDP_HEADER + URO_PCAP_MAX_ROCE];
+	uint8_t buf[URO_ROCE_IPV4_UDP_LEN + URO_PCAP_MAX_ROCE];
 	struct pcap_record_header r;
 	struct timespec now;
 	struct iovec iov[2] = {{&r, sizeof(r)}, {buf, 0}};
@@ -199,12 +157,12 @@ void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t 
 	clock_gettime(CLOCK_REALTIME, &now);
 	r.sec = (uint32_t)now.tv_sec;
 	r.usec = (uint32_t)(now.tv_nsec / 1000);
-	r.orig_len = (uint32_t)(IP_UDP_HEADER + len);
-	ip_udp(buf, src, sport, dst, dport, len);
-	memcpy(buf + IP_UDP_HEADER, roce, len);
+	r.orig_len = (uint32_t)(URO_ROCE_IPV4_UDP_LEN + len);
+	uro_roce_ipv4_udp(buf, src, dst, sport, len);
+	memcpy(buf + URO_ROCE_IPV4_UDP_LEN, roce, len);
 	iov[1].iov_len = t->snap ? snap_payload(buf, r.orig_len, t->snap) : r.orig_len;
+	uro_roce_ipv4_checksum(buf);
 	r.incl_len = (uint32_t)iov[1].iov_len;
 	/* A trace that cannot be written loses records, never packets. */
-	if (writev(t->fd, iov, 2) < 0)
-		return;
+	(void)!writev(t->fd, iov, 2);
 }

@@ -22,7 +22,7 @@
 #define URO_WIRE_BATCH 16
 /* An IPv4 header and a UDP header, written in front of each packet only to
  * compute its ICRC: the kernel writes the real ones. */
-#define URO_WIRE_HEAD	 28
+#define URO_WIRE_HEAD	 URO_ROCE_IPV4_UDP_LEN
 #define URO_WIRE_BUF	 (URO_WIRE_HEAD + URO_ROCE_BTH_LEN + 64 + 4096 + URO_ROCE_ICRC_LEN)
 #define URO_PSN_MASK	 0xffffffu
 #define URO_DEFAULT_PKEY 0xffff
