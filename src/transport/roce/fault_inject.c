@@ -69,7 +69,9 @@ static uint64_t release(struct uro_wire_endpoint *w, uint64_t now, int after_sen
 	struct uro_wire_faults *f = w->faults;
 	uint64_t first = 0;
 
-	if (!after_send && (!f->first_due || f->first_due > now))
+	/* Nothing held, or nothing due and no packet just went: no scan of
+	 * the queue (128 entries a page apart) on every send. */
+	if (!f->first_due || (!after_send && f->first_due > now))
 		return f->first_due;
 	for (int i = 0; i < HELD_MAX; i++) {
 		struct held *h = &f->held[i];
