@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +58,9 @@ static void *run(void *arg)
 	struct uro_context *ctx = arg;
 	struct uro_progress_thread *t = &ctx->progress;
 
+	/* Its looks at a polling program are tens of microseconds apart: the
+	 * default 50 us timer slack would more than double them. */
+	prctl(PR_SET_TIMERSLACK, 1000ul);
 	pthread_mutex_lock(&t->lock);
 	while (!t->stop) {
 		struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
@@ -66,10 +70,14 @@ static void *run(void *arg)
 		/* A program that busy-polls takes its packets and fires its
 		 * timers itself: the thread stays asleep rather than cost a
 		 * wake-up per packet and, on a busy machine, be preempted
-		 * holding the receive lock the program's poll wants. */
+		 * holding the receive lock the program's poll wants. It
+		 * wakes now and then to serve what the program leaves. */
 		if (w && !t->kicked && uro_wire_polled_lately(w, &left)) {
+			uint64_t since = uro_now_ns();
+
 			wait_wire(t, w, left, 1);
-			continue;
+			if (t->stop || t->kicked || !uro_wire_left_waiting(w, since))
+				continue;
 		}
 		/* Under t->lock: ibv_destroy_qp waits for the pass to end. */
 		next = uro_progress_pass(ctx);

@@ -795,8 +795,11 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		*bad = wr;
 		return EINVAL;
 	}
-	if (qp->wire && qp->qpx.qp_base.qp_type != IBV_QPT_UD)
-		return uro_wire_post_send(ctx, qp, wr, bad);
+	if (qp->wire) {
+		uro_wire_busy(ctx);
+		if (qp->qpx.qp_base.qp_type != IBV_QPT_UD)
+			return uro_wire_post_send(ctx, qp, wr, bad);
+	}
 	int locked = uro_mt_lock(&qp->sq_lock);
 	int was_waiting = qp->pending_n != 0;
 

@@ -95,6 +95,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 		return NULL;
 	pthread_mutex_init(&w->rx_lock, NULL);
 	w->fd = w->kick_fd = w->relay.lfd = w->relay.efd = -1;
+	w->look_ns = URO_WIRE_LOOK_NS;
 	w->rx = calloc(URO_WIRE_BATCH, sizeof(*w->rx));
 	if (!w->rx || first_ipv4(&ctx->model, &w->addr)) {
 		int err = w->rx ? EADDRNOTAVAIL : ENOMEM;
@@ -353,7 +354,7 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		return 0;
 	now = uro_now_ns();
 	if (!wait_for_lock)
-		__atomic_store_n(&w->last_poll_ns, now, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->last_active_ns, now, __ATOMIC_RELAXED);
 	if (wait_for_lock)
 		pthread_mutex_lock(&w->rx_lock);
 	else if (pthread_mutex_trylock(&w->rx_lock))
@@ -368,6 +369,10 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		next = tick_all(ctx);
 	}
 	pthread_mutex_unlock(&w->rx_lock);
+	/* A long pass (a batch of 8 x 16 packets) still counts as polling
+	 * when the progress thread looks. */
+	if (!wait_for_lock)
+		__atomic_store_n(&w->last_active_ns, uro_now_ns(), __ATOMIC_RELAXED);
 	/* Packets UROCE_FAULTS held back go when due, as timers fire. */
 	if (w->faults) {
 		uint64_t due = uro_wire_faults_flush(w);
@@ -378,23 +383,56 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 	return next;
 }
 
+void uro_wire_busy(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+
+	if (w)
+		__atomic_store_n(&w->last_active_ns, uro_now_ns(), __ATOMIC_RELAXED);
+}
+
 void uro_wire_idle(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
 
 	if (!w)
 		return;
-	__atomic_store_n(&w->last_poll_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->last_active_ns, 0, __ATOMIC_RELAXED);
 	uro_wire_kick(ctx);
 }
 
 int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left)
 {
-	uint64_t now = uro_now_ns(), last = __atomic_load_n(&w->last_poll_ns, __ATOMIC_RELAXED);
+	uint64_t now = uro_now_ns(), last = __atomic_load_n(&w->last_active_ns, __ATOMIC_RELAXED);
 
 	if (now - last >= URO_WIRE_POLLER_NS)
 		return 0;
 	*left = URO_WIRE_POLLER_NS - (now - last);
+	if (*left > w->look_ns)
+		*left = w->look_ns;
+	return 1;
+}
+
+/* A program busy on its CQ is left alone longer each time it was found
+ * polling, so that it pays about one wake-up a millisecond; one found
+ * elsewhere with a packet waiting has the thread look again soon. A poll
+ * still receiving (a batch of 8 x 16 packets with the ACKs they call for
+ * takes a while) holds rx_lock: that program is not away either. */
+int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since)
+{
+	struct pollfd fds[2] = {{.fd = w->fd, .events = POLLIN},
+				{.fd = w->relay.efd, .events = POLLIN}};
+
+	if (__atomic_load_n(&w->last_active_ns, __ATOMIC_RELAXED) >= since ||
+	    pthread_mutex_trylock(&w->rx_lock)) {
+		w->look_ns =
+		    w->look_ns * 2 < URO_WIRE_POLLER_NS ? w->look_ns * 2 : URO_WIRE_POLLER_NS;
+		return 0;
+	}
+	pthread_mutex_unlock(&w->rx_lock);
+	if (poll(fds, 2, 0) <= 0)
+		return 0;
+	w->look_ns = URO_WIRE_LOOK_NS;
 	return 1;
 }
 

@@ -29,8 +29,13 @@
 /* How often a busy poll fires the timers. */
 #define URO_WIRE_TICK_NS (100 * 1000ull)
 /* A program that polled this recently is taking its packets itself: the
- * progress thread does not wake for them (design.md decision 5). */
+ * progress thread does not wake for them (design.md decision 5), but looks
+ * now and then whether one waits that the program left there: the program
+ * may be spinning on memory for a WRITE to land rather than on its CQ. It
+ * looks after URO_WIRE_LOOK_NS, and twice as late each time it finds the
+ * program polled or posted in between, up to URO_WIRE_POLLER_NS. */
 #define URO_WIRE_POLLER_NS (1000 * 1000ull)
+#define URO_WIRE_LOOK_NS   (25 * 1000ull)
 
 /* What the endpoint counts; `uroce stat` will read them (issue 12). */
 struct uro_wire_counters {
@@ -55,7 +60,8 @@ struct uro_wire_endpoint {
 	uint8_t (*rx)[URO_WIRE_BUF];
 	uint8_t tx[URO_WIRE_BUF]; /* the responders' packets, under rx_lock */
 	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
-	uint64_t last_poll_ns;	  /* the program's last poll */
+	uint64_t last_active_ns;  /* the program's last poll, or post on the wire */
+	uint64_t look_ns;	  /* the progress thread's, while the program polls */
 	uint64_t last_tick_ns;	  /* the last pass over the timers */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
 	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
@@ -157,9 +163,15 @@ int uro_wire_faults_rnr(struct uro_wire_endpoint *w);
  * nanoseconds to the next timer, 0 for none. */
 uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock);
 
-/* Whether the program polled within URO_WIRE_POLLER_NS; *left is the rest
- * of that time. */
+/* Whether the program polled within URO_WIRE_POLLER_NS; *left is how long
+ * the progress thread may sleep before it looks again. */
 int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left);
+/* Whether a packet waits that the program, which has not polled since
+ * `since`, leaves there: the progress thread then takes it. */
+int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since);
+/* The program posts: to the progress thread it is as busy as when it
+ * polls, and is left its packets. */
+void uro_wire_busy(struct uro_context *ctx);
 /* The program is about to block (ibv_get_cq_event): the thread takes over. */
 void uro_wire_idle(struct uro_context *ctx);
 
