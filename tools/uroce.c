@@ -13,6 +13,8 @@ static const char usage[] =
     "  link set NAME [netdev IFACE] [type roce|ib] [name NEW]\n"
     "  run CMD [ARGS...]                        run an unmodified RDMA program on uroce\n"
     "  demo [-d DEVICE]                         two processes on a device: latency and bandwidth\n"
+    "  stat [DEV[/PORT]] [--pid PID] [--json]   a port's counters, as 'rdma statistic show'\n"
+    "  stat qp [DEV] [--pid PID] [--json]       QPs with their state, PSNs and counters\n"
     "\n"
     "Devices live in $UROCE_CONFIG (default ~/.config/uroce/links.conf); with no\n"
     "file there is one device, uroce0 on lo. 'uroce COMMAND --help' for more.\n";
@@ -34,6 +36,8 @@ int main(int argc, char **argv)
 		return uro_cmd_run(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "demo"))
 		return uro_cmd_demo(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "stat"))
+		return uro_cmd_stat(argc - 2, argv + 2);
 	fprintf(stderr, "uroce: unknown command '%s'\n\n%s", argv[1], usage);
 	return 2;
 }

@@ -9,18 +9,42 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "drop_reason.h"
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 8
+#define URO_SEG_VERSION 9
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
+/* What the owner's port counts, read by `uroce stat` from another process
+ * while the owner runs (port_counters.c names them). */
 struct uro_seg_counters {
+	/* Both paths. */
 	uint64_t bad_pkey;
 	uint64_t qkey_violations;
-	uint64_t rx_dropped;
-	uint64_t staged_dropped; /* staged payloads whose region went first */
-	uint64_t reserved[12];
+	uint64_t rx_dropped;			     /* a datagram with no receive, a CQ busy */
+	uint64_t staged_dropped;		     /* staged payloads whose region went first */
+	uint64_t rdma_sends;			     /* SEND work requests posted */
+	uint64_t rdma_recvs;			     /* SENDs received (receive completions) */
+	uint64_t retry_exceeded, rnr_retry_exceeded; /* completions with those errors */
+	uint64_t rnr_naks_received, rnr_naks_sent;
+	/* The RoCEv2 path. */
+	uint64_t sent, received, forwarded, send_err;
+	uint64_t retransmits; /* go-back-N restarts (IBTA 9.7.6.1.3) */
+	uint64_t seq_naks_received, seq_naks_sent;
+	uint64_t duplicates, out_of_sequence, no_qp;
+	uint64_t dropped[ROCE_DROP_REASONS];
+	/* What UROCE_FAULTS did to this process's packets. */
+	uint64_t injected_loss, injected_dup, injected_reorder, injected_corrupt, injected_delay;
+	uint64_t injected_rnr;
+};
+
+/* One QP's, in its entry: `uroce stat qp`. */
+struct uro_seg_qp_counters {
+	uint64_t posted_sends, posted_recvs;
+	uint64_t send_cqes, recv_cqes, error_cqes;
+	uint64_t retransmits; /* go-back-N restarts */
+	uint64_t rnr_waits;   /* RNR NAKs it waited out or gave up on */
 };
 
 /* A receive queue, a QP's own or an SRQ's: the owner posts at tail, any
@@ -58,6 +82,8 @@ struct uro_seg_qp {
 	uint32_t access;
 	uint32_t qkey;
 	uint32_t dest_qpn;
+	/* As ibv_modify_qp set them; on the wire, the next PSN to send and
+	 * the one expected, kept current for `uroce stat qp`. */
 	uint32_t sq_psn;
 	uint32_t rq_psn;
 	uint32_t srq; /* SRQ index + 1; 0 = none */
@@ -78,7 +104,8 @@ struct uro_seg_qp {
 	uint32_t serial; /* this QP's, never reused in the segment (uro_event_record) */
 	struct uro_seg_rq rq;
 	struct uro_xrcd_id xrcd; /* an XRC target's domain; all 0 otherwise */
-	uint8_t reserved[112];	 /* and 4 bytes of padding after serial */
+	struct uro_seg_qp_counters counters;
+	uint8_t reserved[56]; /* and 4 bytes of padding after serial */
 };
 
 struct uro_seg_cq {

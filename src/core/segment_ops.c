@@ -1,5 +1,7 @@
 #include "segment_ops.h"
 
+#include "port_counters.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -176,6 +178,27 @@ void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint32_t inde
 	write_pipe(p, p->hdr->async_wfd, &r, sizeof(r));
 }
 
+/* A completion counts where its QP's owner can read it (`uroce stat`):
+ * on its QP, and on the port for the errors rxe counts. */
+static void count_completion(struct uro_peer *p, const struct uro_cqe *e)
+{
+	struct uro_seg_qp *qp = &p->qp[e->qp_num & (URO_MAX_QP - 1)];
+	struct uro_seg_counters *port = &p->hdr->counters;
+
+	if (e->status == IBV_WC_RETRY_EXC_ERR)
+		uro_count(&port->retry_exceeded, 1);
+	else if (e->status == IBV_WC_RNR_RETRY_EXC_ERR)
+		uro_count(&port->rnr_retry_exceeded, 1);
+	else if (e->status == IBV_WC_SUCCESS && e->opcode == IBV_WC_RECV)
+		uro_count(&port->rdma_recvs, 1);
+	if (__atomic_load_n(&qp->qpn, __ATOMIC_RELAXED) != e->qp_num)
+		return;
+	uro_count(e->status != IBV_WC_SUCCESS ? &qp->counters.error_cqes
+		  : e->opcode & IBV_WC_RECV   ? &qp->counters.recv_cqes
+					      : &qp->counters.send_cqes,
+		  1);
+}
+
 void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e, int solicited)
 {
 	struct uro_seg_cq *cq = uro_peer_cq(p, cq_index);
@@ -203,6 +226,7 @@ void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e,
 	if (!ring)
 		return; /* the owner's poll skips the position it never sees */
 	uro_cq_publish(ring, size, pos, e);
+	count_completion(p, e);
 	/* A CQ without a channel wakes nobody: no fence, no arm to take. */
 	if (__atomic_load_n(&cq->channel_wfd, __ATOMIC_RELAXED) >= 0 &&
 	    uro_cq_take_arm(cq, solicited || e->status != IBV_WC_SUCCESS))

@@ -16,6 +16,7 @@
 #include "cq_ring.h"
 #include "objects.h"
 #include "opcode.h"
+#include "port_counters.h"
 #include "remote_copy.h"
 #include "segment_ops.h"
 #include "staged_payload.h"
@@ -660,8 +661,17 @@ static void arm_timer(struct uro_context *ctx, struct uro_qp *qp, int why)
 	struct target t;
 	uint64_t wait = uro_ack_timeout_ns(qp->attr.timeout);
 
-	if (why == RESULT_RNR)
-		wait = uro_rnr_timer_ns(connected_target(ctx, qp, &t) ? 0 : t.qp->min_rnr_timer);
+	if (why == RESULT_RNR) {
+		int no_target = connected_target(ctx, qp, &t);
+
+		wait = uro_rnr_timer_ns(no_target ? 0 : t.qp->min_rnr_timer);
+		/* Counted as the NAK a NIC's responder would have sent and
+		 * its requester received. */
+		uro_count(&qp->pub->counters.rnr_waits, 1);
+		uro_count(&ctx->self.hdr->counters.rnr_naks_received, 1);
+		if (!no_target)
+			uro_count(&t.qp_peer->hdr->counters.rnr_naks_sent, 1);
+	}
 	qp->rnr_deadline_ns = uro_now_ns() + wait;
 }
 
@@ -782,7 +792,20 @@ void uro_qp_drop_pending(struct uro_qp *qp)
 	pthread_spin_unlock(&qp->sq_lock);
 }
 
-int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/* The work requests of a list up to stop (NULL: all of it) are posted. */
+static void count_posted(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+			 const struct ibv_send_wr *stop)
+{
+	uint64_t n = 0, sends = 0;
+
+	for (; wr && wr != stop; wr = wr->next, n++)
+		sends += wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
+			 wr->opcode == IBV_WR_SEND_WITH_INV;
+	uro_count(&qp->pub->counters.posted_sends, n);
+	uro_count(&ctx->self.hdr->counters.rdma_sends, sends);
+}
+
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct uro_qp *qp = to_uqp(ibqp);
 	struct uro_context *ctx = to_uctx(ibqp->context);
@@ -836,5 +859,13 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		uro_progress_kick(ctx);
 	if (err)
 		*bad = wr;
+	return err;
+}
+
+int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	int err = post_send(ibqp, wr, bad);
+
+	count_posted(to_uctx(ibqp->context), to_uqp(ibqp), wr, err ? *bad : NULL);
 	return err;
 }

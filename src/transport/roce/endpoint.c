@@ -96,6 +96,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	pthread_mutex_init(&w->rx_lock, NULL);
 	w->fd = w->kick_fd = w->relay.lfd = w->relay.efd = -1;
 	w->look_ns = URO_WIRE_LOOK_NS;
+	w->n = &ctx->self.hdr->counters;
 	w->rx = calloc(URO_WIRE_BATCH, sizeof(*w->rx));
 	if (!w->rx || first_ipv4(&ctx->model, &w->addr)) {
 		int err = w->rx ? EADDRNOTAVAIL : ENOMEM;
@@ -160,7 +161,7 @@ void uro_wire_header(struct uro_roce_packet *pkt, int code, uint32_t dest_qp, ui
 int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 		      const uint8_t *data, size_t len)
 {
-	w->n.sent++;
+	w->n->sent++;
 	if (sendto(w->fd, data, len, 0, (const struct sockaddr *)to, sizeof(*to)) >= 0) {
 		if (w->pcap)
 			uro_pcap_packet(w->pcap, w->addr, htons(URO_ROCE_PORT), to->sin_addr.s_addr,
@@ -168,6 +169,7 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 		return 0;
 	}
 	/* A full socket buffer is a lost packet: the peer's retry covers it. */
+	w->n->send_err++;
 	return errno == EAGAIN || errno == ENOBUFS ? 0 : errno;
 }
 
@@ -190,9 +192,9 @@ static void forward(struct uro_wire_endpoint *w, unsigned slot, const uint8_t *p
 	struct iovec iov[2] = {{(void *)fh, sizeof(*fh)}, {(void *)pkt, len}};
 
 	if (uro_relay_send(&w->relay, slot, iov, 2) == 0)
-		w->n.forwarded++;
+		w->n->forwarded++;
 	else
-		w->n.no_qp++;
+		w->n->no_qp++;
 }
 
 /* The QP a packet names, if it is this process's, on the wire and of the
@@ -228,28 +230,28 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 
 	uro_roce_ipv4_udp(buf, fh->src, fh->dst, fh->sport, tlen);
 	why = uro_roce_parse(buf, URO_WIRE_HEAD + tlen, &p);
-	w->n.received++;
 	if (why == ROCE_OK && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
 		forward(w, p.dest_qp >> 12, buf + URO_WIRE_HEAD, tlen, fh);
-		return; /* its process traces it */
+		return; /* its process traces and counts it */
 	}
+	w->n->received++;
 	if (w->pcap)
 		uro_pcap_packet(w->pcap, fh->src, fh->sport, fh->dst, buf + URO_WIRE_HEAD, tlen);
 	if (why != ROCE_OK) {
-		w->n.dropped[why]++;
+		w->n->dropped[why]++;
 		return;
 	}
 	if ((p.dest_qp >> 12) != ctx->slot.slot) {
-		w->n.no_qp++;
+		w->n->no_qp++;
 		return;
 	}
 	qp = target_qp(ctx, &p);
 	if (!qp) {
-		w->n.no_qp++;
+		w->n->no_qp++;
 		return;
 	}
 	if (p.pkey != URO_DEFAULT_PKEY) {
-		w->n.bad_pkey++;
+		w->n->bad_pkey++;
 		return;
 	}
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
@@ -290,7 +292,7 @@ static int receive_udp(struct uro_context *ctx)
 			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
 				fh.dst = ((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr.s_addr;
 		if (m[i].msg_hdr.msg_flags & MSG_TRUNC || m[i].msg_len < URO_ROCE_BTH_LEN) {
-			w->n.dropped[ROCE_TRUNCATED]++;
+			w->n->dropped[ROCE_TRUNCATED]++;
 			continue;
 		}
 		dispatch(ctx, w->rx[i], m[i].msg_len, &fh, 0);
@@ -309,7 +311,7 @@ static void take_forwarded(void *arg, size_t len)
 	struct uro_wire_endpoint *w = f->ctx->wire;
 
 	if (len < sizeof(f->fh) + URO_ROCE_BTH_LEN) {
-		w->n.dropped[ROCE_TRUNCATED]++;
+		w->n->dropped[ROCE_TRUNCATED]++;
 		return;
 	}
 	dispatch(f->ctx, w->rx[0], len - sizeof(f->fh), &f->fh, 1);

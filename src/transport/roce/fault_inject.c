@@ -125,25 +125,25 @@ static void inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, ui
 	uint64_t d;
 
 	if (uro_faults_hit(&f->rng, s->loss)) {
-		w->n.injected_loss++;
+		w->n->injected_loss++;
 		return;
 	}
 	if (uro_faults_hit(&f->rng, s->corrupt)) {
 		data[len - 1] ^= 0xff; /* the ICRC's last byte */
-		w->n.injected_corrupt++;
+		w->n->injected_corrupt++;
 	}
 	if (uro_faults_hit(&f->rng, s->dup)) {
 		uro_wire_transmit(w, to, data, len);
-		w->n.injected_dup++;
+		w->n->injected_dup++;
 	}
 	if (uro_faults_hit(&f->rng, s->reorder) &&
 	    !hold(f, to, data, len, now + REORDER_MAX_NS + delay_of(f), 1)) {
-		w->n.injected_reorder++;
+		w->n->injected_reorder++;
 		return;
 	}
 	d = delay_of(f);
 	if (d && !hold(f, to, data, len, now + d, 0)) {
-		w->n.injected_delay++;
+		w->n->injected_delay++;
 		return;
 	}
 	uro_wire_transmit(w, to, data, len);
@@ -187,6 +187,6 @@ int uro_wire_faults_rnr(struct uro_wire_endpoint *w)
 	hit = uro_faults_hit(&f->rng, f->spec.rnr);
 	pthread_mutex_unlock(&f->lock);
 	if (hit)
-		w->n.injected_rnr++;
+		w->n->injected_rnr++;
 	return hit;
 }

@@ -6,23 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "drop_reason.h"
 #include "wire_opcode.h"
 
 #define URO_ROCE_PORT	  4791
 #define URO_ROCE_BTH_LEN  12
 #define URO_ROCE_ICRC_LEN 4
-
-/* Why a packet was dropped: each is counted, none is trusted further. */
-enum uro_roce_drop {
-	ROCE_OK = 0,
-	ROCE_TRUNCATED,	  /* shorter than its headers say */
-	ROCE_NOT_ROCE,	  /* not IPv4/IPv6 UDP to port 4791 */
-	ROCE_BAD_VERSION, /* BTH TVer is not 0 */
-	ROCE_UNKNOWN_OPCODE,
-	ROCE_BAD_PAYLOAD, /* payload or pad where the opcode has none */
-	ROCE_BAD_ICRC,
-	ROCE_DROP_REASONS,
-};
 
 struct uro_roce_packet {
 	uint8_t opcode;

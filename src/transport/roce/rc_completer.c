@@ -100,13 +100,13 @@ static void read_response(struct uro_context *ctx, struct uro_qp *qp,
 	enum ibv_wc_status st;
 
 	if (!q || pkt->psn != ((q->psn + q->got) & URO_PSN_MASK)) {
-		ctx->wire->n.out_of_sequence++; /* the ACK timer asks again */
+		ctx->wire->n->out_of_sequence++; /* the ACK timer asks again */
 		return;
 	}
 	off = (uint64_t)q->got * wq->mtu;
 	want = q->byte_len - off < wq->mtu ? (uint32_t)(q->byte_len - off) : wq->mtu;
 	if (pkt->payload_len != want) {
-		ctx->wire->n.out_of_sequence++;
+		ctx->wire->n->out_of_sequence++;
 		return;
 	}
 	if (q->got == 0) /* its first response acknowledges all before it */
@@ -127,7 +127,7 @@ static void atomic_ack(struct uro_context *ctx, struct uro_qp *qp,
 	uint64_t value = pkt->atomic_ack;
 
 	if (!q) {
-		ctx->wire->n.duplicates++;
+		ctx->wire->n->duplicates++;
 		return;
 	}
 	ack_upto(qp, pkt->psn - 1);
@@ -151,14 +151,14 @@ static void ack(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roc
 	case AETH_NAK:
 		ack_upto(qp, pkt->psn - 1);
 		if (code == NAK_PSN_SEQUENCE) {
-			ctx->wire->n.seq_naks_received++;
+			ctx->wire->n->seq_naks_received++;
 			uro_wire_go_back(ctx, qp);
 			return;
 		}
 		uro_wire_fail(ctx, qp, nak_status[code] ? nak_status[code] : IBV_WC_REM_OP_ERR);
 		return;
 	default: /* reserved: dropped */
-		ctx->wire->n.dropped[ROCE_BAD_PAYLOAD]++;
+		ctx->wire->n->dropped[ROCE_BAD_PAYLOAD]++;
 	}
 }
 

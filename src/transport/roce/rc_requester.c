@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "opcode.h"
+#include "port_counters.h"
 #include "remote_copy.h"
 #include "wire.h"
 
@@ -188,6 +189,8 @@ static void transmit(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire
 		q->npsn = psns_of(q->kind, len, qp->wire->mtu);
 		q->psn = qp->wire->psn;
 		qp->wire->psn = (qp->wire->psn + q->npsn) & URO_PSN_MASK;
+		/* The next PSN, where `uroce stat qp` reads it. */
+		__atomic_store_n(&qp->pub->sq_psn, qp->wire->psn, __ATOMIC_RELAXED);
 		q->byte_len = (uint32_t)len;
 		q->sent = 1;
 		q->tx = 0;
@@ -311,7 +314,8 @@ void uro_wire_go_back(struct uro_context *ctx, struct uro_qp *qp)
 	wq->deadline = 0;
 	wq->rnr_wait = 0;
 	wq->partial = 0;
-	ctx->wire->n.retransmits++;
+	ctx->wire->n->retransmits++;
+	uro_count(&qp->pub->counters.retransmits, 1);
 	uro_wire_push(ctx, qp);
 }
 
@@ -352,7 +356,8 @@ void uro_wire_rnr(struct uro_context *ctx, struct uro_qp *qp, uint8_t timer)
 {
 	struct uro_qp_wire *wq = qp->wire;
 
-	ctx->wire->n.rnr_naks_received++;
+	ctx->wire->n->rnr_naks_received++;
+	uro_count(&qp->pub->counters.rnr_waits, 1);
 	if (qp->attr.rnr_retry != RNR_FOREVER) {
 		if (wq->rnr_left == 0) {
 			uro_wire_fail(ctx, qp, IBV_WC_RNR_RETRY_EXC_ERR);

@@ -99,7 +99,7 @@ static enum result take_recv(struct uro_context *ctx, struct uro_qp *qp)
 		return R_OK; /* kept from a message UC dropped, or an RNR retry */
 	if ((uro_wire_is_rc(qp) && uro_wire_faults_rnr(ctx->wire)) ||
 	    uro_take_recv(&ctx->self, qp->pub, &rq->recv)) {
-		ctx->wire->n.rnr_naks_sent++;
+		ctx->wire->n->rnr_naks_sent++;
 		return R_RNR;
 	}
 	rq->has_recv = 1;
@@ -378,7 +378,7 @@ static void duplicate(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	enum result r;
 	uint32_t n;
 
-	ctx->wire->n.duplicates++;
+	ctx->wire->n->duplicates++;
 	switch (pkt->op->op) {
 	case WIRE_READ_REQ:
 		/* The region may be gone since: the retry learns it too. */
@@ -432,10 +432,11 @@ static void uc_packet(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	uint32_t npsn;
 
 	if (pkt->psn != rq->epsn) {
-		ctx->wire->n.out_of_sequence++;
+		ctx->wire->n->out_of_sequence++;
 		rq->in_send = rq->in_write = 0;
 	}
 	rq->epsn = (pkt->psn + 1) & URO_PSN_MASK;
+	__atomic_store_n(&qp->pub->rq_psn, rq->epsn, __ATOMIC_RELAXED);
 	if (execute(ctx, qp, pkt, &npsn) != R_OK)
 		rq->in_send = rq->in_write = 0;
 }
@@ -459,9 +460,9 @@ void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct u
 		return;
 	}
 	if (d > 0) {
-		ctx->wire->n.out_of_sequence++;
+		ctx->wire->n->out_of_sequence++;
 		if (!rq->nak_sent) {
-			ctx->wire->n.seq_naks_sent++;
+			ctx->wire->n->seq_naks_sent++;
 			send_ack(ctx, qp, rq->epsn, SYNDROME_NAK(NAK_PSN_SEQUENCE));
 			rq->nak_sent = 1;
 		}
@@ -471,6 +472,8 @@ void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	r = execute(ctx, qp, pkt, &npsn);
 	if (r == R_OK) {
 		rq->epsn = (rq->epsn + npsn) & URO_PSN_MASK;
+		/* The expected PSN, where `uroce stat qp` reads it. */
+		__atomic_store_n(&qp->pub->rq_psn, rq->epsn, __ATOMIC_RELAXED);
 		/* READs and atomics were answered with their data. */
 		if (pkt->ack_req && (pkt->op->op == WIRE_SEND || pkt->op->op == WIRE_WRITE ||
 				     pkt->op->op == WIRE_ATOMIC_WRITE))

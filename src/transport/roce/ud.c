@@ -59,17 +59,15 @@ void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
 	int st;
 
 	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS && state != IBV_QPS_SQD) {
-		ctx->wire->n.no_qp++;
+		ctx->wire->n->no_qp++;
 		return;
 	}
 	if (pkt->deth.qkey != qp->pub->qkey) {
-		ctx->wire->n.bad_qkey++;
-		__atomic_add_fetch(&ctx->self.hdr->counters.qkey_violations, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ctx->wire->n->qkey_violations, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	if (uro_take_recv(&ctx->self, qp->pub, &r)) {
-		ctx->wire->n.no_receive++;
-		__atomic_add_fetch(&ctx->self.hdr->counters.rx_dropped, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ctx->wire->n->rx_dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	memset(&e, 0, sizeof(e));

@@ -37,17 +37,6 @@
 #define URO_WIRE_POLLER_NS (1000 * 1000ull)
 #define URO_WIRE_LOOK_NS   (25 * 1000ull)
 
-/* What the endpoint counts; `uroce stat` will read them (issue 12). */
-struct uro_wire_counters {
-	uint64_t sent, received, forwarded, retransmits, rnr_naks_received, seq_naks_received;
-	uint64_t rnr_naks_sent, seq_naks_sent, duplicates, out_of_sequence;
-	uint64_t dropped[ROCE_DROP_REASONS];
-	uint64_t no_qp, bad_pkey, bad_qkey, no_receive;
-	/* What UROCE_FAULTS did to this process's packets. */
-	uint64_t injected_loss, injected_dup, injected_reorder, injected_corrupt, injected_delay;
-	uint64_t injected_rnr;
-};
-
 struct uro_wire_faults;
 
 /* One per context with a QP on the wire. */
@@ -65,7 +54,7 @@ struct uro_wire_endpoint {
 	uint64_t last_tick_ns;	  /* the last pass over the timers */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
 	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
-	struct uro_wire_counters n;
+	struct uro_seg_counters *n;	/* in the segment: `uroce stat` reads them */
 };
 
 /* A send WQE on the wire: transmitted, then kept until acknowledged. */

@@ -1,0 +1,272 @@
+/* uroce stat: a port's counters and its QPs, read from the segments of the
+ * processes that have the device open, while they run (issue 12). The
+ * port lines follow iproute2's `rdma statistic show`, the QP lines its
+ * `rdma resource show qp`, with the per-QP counters added. */
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "peer.h"
+#include "port_counters.h"
+#include "registry.h"
+
+static const char stat_usage[] =
+    "usage: uroce stat [show] [DEV[/PORT]] [--pid PID] [--json]\n"
+    "       uroce stat qp [show] [DEV] [--pid PID] [--json]\n"
+    "\n"
+    "stat: the port's counters, summed over the live processes that have DEV\n"
+    "open (every device when none is named): the counters Soft-RoCE keeps, under\n"
+    "rxe's names, then uroce's. Packet counts are the RoCEv2 path's; the\n"
+    "shared-memory path counts operations and errors only. A process's counts\n"
+    "go with it when it exits.\n"
+    "stat qp: each QP of those processes: its state, PSNs and counters.\n";
+
+struct stat_args {
+	int qp, json;
+	long pid; /* 0: every process */
+	const char *dev;
+};
+
+/* One process's segment on the device, attached for reading. */
+struct owner {
+	struct uro_peer peer;
+	struct uro_slot_record rec;
+};
+
+static int parse(int argc, char **argv, struct stat_args *a)
+{
+	int i = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (i < argc && !strcmp(argv[i], "qp") && ++i)
+		a->qp = 1;
+	if (i < argc && !strcmp(argv[i], "show"))
+		i++;
+	for (; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "--json")) {
+			a->json = 1;
+		} else if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
+			a->pid = strtol(argv[++i], &end, 10);
+			if (*end || a->pid <= 0) {
+				fprintf(stderr, "uroce stat: bad pid '%s'\n", argv[i]);
+				return -1;
+			}
+		} else if (argv[i][0] != '-' && !a->dev) {
+			a->dev = argv[i];
+		} else {
+			fprintf(stderr, "uroce stat: unexpected '%s'\n\n%s", argv[i], stat_usage);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The next live process after *slot whose record names dev (and pid),
+ * attached; 0 when there is none. Another user's processes cannot be read
+ * (cross-memory attach would refuse too) and are skipped. */
+static int next_owner(unsigned *slot, const char *dev, long pid, struct owner *o)
+{
+	while (++*slot < URO_MAX_SLOTS) {
+		if (uro_registry_lookup(NULL, *slot, &o->rec) != 1 ||
+		    strncmp(o->rec.device, dev, sizeof(o->rec.device)) ||
+		    (pid && o->rec.pid != pid))
+			continue;
+		/* Zeroed: a fresh mapping, never one over a previous owner's. */
+		memset(&o->peer, 0, sizeof(o->peer));
+		if (uro_peer_attach(&o->peer, NULL, *slot) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void print_port(const char *dev, const struct uro_seg_counters *sum, int json, int first)
+{
+	printf(json ? "%s{\"ifname\":\"%s\",\"port\":1" : "%slink %s/1", json && !first ? "," : "",
+	       dev);
+	for (unsigned i = 0; i < uro_port_counter_count; i++)
+		printf(json ? ",\"%s\":%llu" : " %s %llu", uro_port_counters[i].name,
+		       (unsigned long long)uro_counter_read(sum, &uro_port_counters[i]));
+	printf(json ? "}" : "\n");
+}
+
+static void add_counters(struct uro_seg_counters *sum, const struct uro_seg_counters *c)
+{
+	for (unsigned i = 0; i < uro_port_counter_count; i++)
+		*(uint64_t *)((char *)sum + uro_port_counters[i].offset) +=
+		    uro_counter_read(c, &uro_port_counters[i]);
+}
+
+static void port_stats(const char *dev, const struct stat_args *a, int first)
+{
+	struct uro_seg_counters sum;
+	struct owner o;
+	unsigned slot = 0;
+
+	memset(&sum, 0, sizeof(sum));
+	while (next_owner(&slot, dev, a->pid, &o)) {
+		add_counters(&sum, &o.peer.hdr->counters);
+		uro_peer_detach(&o.peer);
+	}
+	print_port(dev, &sum, a->json, first);
+}
+
+static const char *qp_type_name(uint32_t type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return "RC";
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_UD:
+		return "UD";
+	case IBV_QPT_XRC_SEND:
+		return "XRC_INI";
+	case IBV_QPT_XRC_RECV:
+		return "XRC_TGT";
+	default:
+		return "?";
+	}
+}
+
+static const char *qp_state_name(uint32_t state)
+{
+	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+
+	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
+}
+
+static void comm_of(long pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	buf[0] = 0;
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+/* A process may name itself anything (prctl PR_SET_NAME): quotes,
+ * backslashes and control bytes are escaped as JSON needs. */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void print_qp(const char *dev, const struct owner *o, const struct uro_seg_qp *q, int json,
+		     int first)
+{
+	char comm[32];
+
+	comm_of(o->rec.pid, comm, sizeof(comm));
+	printf(json ? "%s{\"ifname\":\"%s\",\"port\":1,\"lqpn\":%u,\"rqpn\":%u,\"type\":\"%s\","
+		      "\"state\":\"%s\",\"sq-psn\":%u,\"rq-psn\":%u"
+		    : "%slink %s/1 lqpn %u rqpn %u type %s state %s sq-psn %u rq-psn %u",
+	       json && !first ? "," : "", dev, q->qpn, q->dest_qpn, qp_type_name(q->type),
+	       qp_state_name(q->state), q->sq_psn, q->rq_psn);
+	for (unsigned i = 0; i < uro_qp_counter_count; i++)
+		printf(json ? ",\"%s\":%llu" : " %s %llu", uro_qp_counters[i].name,
+		       (unsigned long long)uro_counter_read(&q->counters, &uro_qp_counters[i]));
+	if (!json) {
+		printf(" pid %d comm %s\n", o->rec.pid, comm);
+		return;
+	}
+	printf(",\"pid\":%d,\"comm\":", o->rec.pid);
+	json_string(comm);
+	putchar('}');
+}
+
+/* Returns how many QPs it printed, so that JSON separates them. */
+static int qp_stats(const char *dev, const struct stat_args *a, int printed)
+{
+	struct owner o;
+	unsigned slot = 0;
+
+	while (next_owner(&slot, dev, a->pid, &o)) {
+		for (unsigned i = 0; i < URO_MAX_QP; i++) {
+			struct uro_seg_qp q;
+
+			memcpy(&q, &o.peer.qp[i], sizeof(q));
+			if (__atomic_load_n(&o.peer.qp[i].in_use, __ATOMIC_ACQUIRE) && q.qpn)
+				print_qp(dev, &o, &q, a->json, printed++ == 0);
+		}
+		uro_peer_detach(&o.peer);
+	}
+	return printed;
+}
+
+/* DEV or DEV/PORT names dev. */
+static int names(const char *arg, const char *dev)
+{
+	size_t n = strcspn(arg, "/");
+
+	return strlen(dev) == n && !strncmp(arg, dev, n);
+}
+
+int uro_cmd_stat(int argc, char **argv)
+{
+	struct uro_config cfg;
+	struct stat_args a;
+	char path[4096], err[512], *slash;
+	int shown = 0, printed = 0;
+
+	if (argc > 0 && uro_is_help(argv[0])) {
+		fputs(stat_usage, stdout);
+		return 0;
+	}
+	if (parse(argc, argv, &a))
+		return 2;
+	if (uro_config_path(path, sizeof(path))) {
+		fprintf(stderr, "uroce: configuration path too long\n");
+		return 1;
+	}
+	if (uro_config_load(path, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "uroce: %s\n", err);
+		return 1;
+	}
+	/* "DEV/1" names the port: a uroce device has one. */
+	if (a.dev && (slash = strchr(a.dev, '/')) && strcmp(slash, "/1")) {
+		fprintf(stderr, "uroce stat: %s has one port, 1\n", a.dev);
+		return 1;
+	}
+	if (a.json)
+		putchar('[');
+	for (int i = 0; i < cfg.n; i++) {
+		const char *dev = cfg.links[i].name;
+
+		if (a.dev && !names(a.dev, dev))
+			continue;
+		if (a.qp)
+			printed = qp_stats(dev, &a, printed);
+		else
+			port_stats(dev, &a, shown == 0);
+		shown++;
+	}
+	if (a.json)
+		puts("]");
+	if (a.dev && !shown) {
+		fprintf(stderr, "uroce stat: no device '%s'\n", a.dev);
+		return 1;
+	}
+	return 0;
+}
