@@ -16,12 +16,16 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "segment_layout.h"
 
 #define LAT_ITERS 20000
 #define BW_ITERS  4000
-#define BW_SIZE	  65536
-#define DEPTH	  64
-#define BUF	  (BW_SIZE * DEPTH)
+/* Under --faults a lost packet costs an ACK timeout (17 ms): fewer. */
+#define FAULTY_LAT_ITERS 1000
+#define FAULTY_BW_ITERS	 400
+#define BW_SIZE		 65536
+#define DEPTH		 64
+#define BUF		 (BW_SIZE * DEPTH)
 
 struct end {
 	struct ibv_context *ctx;
@@ -36,6 +40,8 @@ struct end {
 	uint64_t peer_addr;
 	unsigned done[2]; /* completions polled, sends [0] and receives [1] */
 	unsigned want[2]; /* ...and how many the program has waited for */
+	int lat_iters, bw_iters;
+	int faulty; /* --faults: the QP on the wire, under injected faults */
 };
 
 struct wire {
@@ -153,7 +159,7 @@ static int connect_qp(struct end *e, uint32_t qpn)
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = e->faulty ? 12 : 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
@@ -231,7 +237,7 @@ static double write_latency(struct end *e, int client, double *samples)
 	volatile uint16_t *mine = (volatile uint16_t *)e->buf;
 	uint16_t *out = (uint16_t *)(e->buf + 64);
 
-	for (int i = 1; i <= LAT_ITERS; i++) {
+	for (int i = 1; i <= e->lat_iters; i++) {
 		double t0 = now_us();
 
 		if (!client)
@@ -247,8 +253,8 @@ static double write_latency(struct end *e, int client, double *samples)
 				;
 		samples[i - 1] = (now_us() - t0) / 2;
 	}
-	qsort(samples, LAT_ITERS, sizeof(*samples), cmp_double);
-	return samples[LAT_ITERS / 2];
+	qsort(samples, e->lat_iters, sizeof(*samples), cmp_double);
+	return samples[e->lat_iters / 2];
 }
 
 /* Half a round trip of 2-byte SENDs, as ib_send_lat measures. Receives are
@@ -259,7 +265,7 @@ static double send_latency(struct end *e, int client, double *samples)
 		return -1;
 	if (sync_peer(e))
 		return -1;
-	for (int i = 0; i < LAT_ITERS; i++) {
+	for (int i = 0; i < e->lat_iters; i++) {
 		double t0 = now_us();
 
 		if (!client && wait_wc(e, 1, 1))
@@ -272,17 +278,17 @@ static double send_latency(struct end *e, int client, double *samples)
 			return -1;
 		samples[i] = (now_us() - t0) / 2;
 	}
-	qsort(samples, LAT_ITERS, sizeof(*samples), cmp_double);
-	return samples[LAT_ITERS / 2];
+	qsort(samples, e->lat_iters, sizeof(*samples), cmp_double);
+	return samples[e->lat_iters / 2];
 }
 
-/* The sender's side: BW_ITERS messages of BW_SIZE, every 16th signaled,
+/* The sender's side: bw_iters messages of BW_SIZE, every 16th signaled,
  * a WRITE cycling over DEPTH remote buffers. GB/s, or -1. */
 static double stream(struct end *e, enum ibv_wr_opcode op)
 {
 	double t0 = now_us();
 
-	for (int i = 0; i < BW_ITERS; i++) {
+	for (int i = 0; i < e->bw_iters; i++) {
 		unsigned flags = (i % 16 == 15) ? IBV_SEND_SIGNALED : 0;
 		uint64_t raddr = e->peer_addr + (uint64_t)(i % DEPTH) * BW_SIZE;
 
@@ -290,7 +296,7 @@ static double stream(struct end *e, enum ibv_wr_opcode op)
 		    (flags && wait_wc(e, 1, 0)))
 			return -1;
 	}
-	return sync_peer(e) ? -1 : (double)BW_ITERS * BW_SIZE / (now_us() - t0) / 1e3;
+	return sync_peer(e) ? -1 : (double)e->bw_iters * BW_SIZE / (now_us() - t0) / 1e3;
 }
 
 static double write_bandwidth(struct end *e, int client)
@@ -308,7 +314,7 @@ static double send_bandwidth(struct end *e, int client)
 				return -1;
 		if (sync_peer(e))
 			return -1;
-		for (int i = 0; i < BW_ITERS; i++)
+		for (int i = 0; i < e->bw_iters; i++)
 			if (wait_wc(e, 1, 1) ||
 			    post_recv(e, e->buf + (size_t)(i % DEPTH) * BW_SIZE, BW_SIZE))
 				return -1;
@@ -325,7 +331,7 @@ static double raw_bandwidth(struct end *e, int client)
 	if (!client)
 		return sync_peer(e) ? -1 : 0;
 	t0 = now_us();
-	for (int i = 0; i < BW_ITERS; i++) {
+	for (int i = 0; i < e->bw_iters; i++) {
 		struct iovec l = {e->buf, BW_SIZE};
 		struct iovec r = {
 		    (void *)(uintptr_t)(e->peer_addr + (uint64_t)(i % DEPTH) * BW_SIZE), BW_SIZE};
@@ -333,20 +339,25 @@ static double raw_bandwidth(struct end *e, int client)
 		if (process_vm_writev(e->peer_pid, &l, 1, &r, 1, 0) != BW_SIZE)
 			return -1;
 	}
-	return sync_peer(e) ? -1 : (double)BW_ITERS * BW_SIZE / (now_us() - t0) / 1e3;
+	return sync_peer(e) ? -1 : (double)e->bw_iters * BW_SIZE / (now_us() - t0) / 1e3;
 }
 
 struct results {
 	double write_lat, send_lat, write_bw, send_bw, raw_bw;
+	int lat_iters;
+	/* Both processes' port counters, summed: what the faults did and
+	 * what RC did about them. */
+	struct uro_seg_counters n;
 };
 
 static int measure(struct end *e, int client, struct results *r)
 {
-	double *samples = malloc(LAT_ITERS * sizeof(*samples));
+	double *samples = malloc((size_t)e->lat_iters * sizeof(*samples));
 	int rc = -1;
 
 	if (!samples)
 		return -1;
+	r->lat_iters = e->lat_iters;
 	r->write_lat = write_latency(e, client, samples);
 	if (r->write_lat >= 0 && sync_peer(e) == 0)
 		r->send_lat = send_latency(e, client, samples);
@@ -360,44 +371,109 @@ static int measure(struct end *e, int client, struct results *r)
 	return rc;
 }
 
-static int side(const char *dev, int client, int wfd, int rfd, struct results *r)
+/* Each process's counts end with it: the server hands its own to the
+ * client, which adds them to its own, before either closes its device. */
+static int gather_counters(struct end *e, const char *dev, int client, struct results *r)
 {
-	struct end e = {.wfd = wfd, .rfd = rfd};
+	struct uro_seg_counters peer;
+
+	uro_stat_port(dev, getpid(), &r->n);
+	if (!client)
+		return write(e->wfd, &r->n, sizeof(r->n)) == sizeof(r->n) ? 0 : -1;
+	if (read(e->rfd, &peer, sizeof(peer)) != sizeof(peer))
+		return -1;
+	uro_counters_add(&r->n, &peer);
+	return 0;
+}
+
+struct demo_opts {
+	const char *dev;
+	const char *faults; /* UROCE_FAULTS's spec, or NULL */
+};
+
+static int side(const struct demo_opts *o, int client, int wfd, int rfd, struct results *r)
+{
+	struct end e = {.wfd = wfd,
+			.rfd = rfd,
+			.faulty = o->faults != NULL,
+			.lat_iters = o->faults ? FAULTY_LAT_ITERS : LAT_ITERS,
+			.bw_iters = o->faults ? FAULTY_BW_ITERS : BW_ITERS};
 	int rc;
 
 	pin(client);
-	rc = open_end(&e, dev) || exchange(&e) || measure(&e, client, r) ? -1 : 0;
+	rc = open_end(&e, o->dev) || exchange(&e) || measure(&e, client, r) ||
+		     gather_counters(&e, o->dev, client, r)
+		 ? -1
+		 : 0;
 	close_end(&e);
 	return rc;
 }
 
-static void print_table(const char *dev, const struct results *r)
+static void print_table(const struct demo_opts *o, const struct results *r)
 {
+	const struct uro_seg_counters *n = &r->n;
+
 	printf("uroce demo: two processes on %s, one RC QP, %d-byte latency and %d KiB "
-	       "bandwidth\n\n",
-	       dev, 2, BW_SIZE / 1024);
+	       "bandwidth%s%s\n\n",
+	       o->dev, 2, BW_SIZE / 1024, o->faults ? ", faults " : "", o->faults ? o->faults : "");
 	printf("  %-22s %14s %18s\n", "operation", "latency (us)", "bandwidth (GB/s)");
 	printf("  %-22s %14.2f %18.2f\n", "RDMA WRITE", r->write_lat, r->write_bw);
 	printf("  %-22s %14.2f %18.2f\n", "SEND / RECV", r->send_lat, r->send_bw);
 	printf("  %-22s %14s %18.2f\n", "process_vm_writev", "-", r->raw_bw);
 	printf("\nLatency: the median of half round trips (%d). process_vm_writev is the copy\n"
 	       "uroce's RDMA is made of, measured in the same run without verbs.\n",
-	       LAT_ITERS);
+	       r->lat_iters);
+	if (!o->faults)
+		return;
+	printf("\nRoCEv2 packets: %llu sent, %llu received. Injected: %llu lost, %llu duplicated,\n"
+	       "%llu reordered, %llu corrupted, %llu delayed, %llu RNR NAKs. RC made them good:\n"
+	       "%llu retransmissions (go-back-N), %llu duplicate requests answered again,\n"
+	       "%llu sequence-error NAKs, %llu RNR waits; every operation completed well.\n",
+	       (unsigned long long)n->sent, (unsigned long long)n->received,
+	       (unsigned long long)n->injected_loss, (unsigned long long)n->injected_dup,
+	       (unsigned long long)n->injected_reorder, (unsigned long long)n->injected_corrupt,
+	       (unsigned long long)n->injected_delay, (unsigned long long)n->injected_rnr,
+	       (unsigned long long)n->retransmits, (unsigned long long)n->duplicates,
+	       (unsigned long long)n->seq_naks_sent, (unsigned long long)n->rnr_naks_received);
 }
 
 static void usage(FILE *f)
 {
-	fputs("usage: uroce demo [-d DEVICE]\n\n"
+	fputs("usage: uroce demo [-d DEVICE] [--faults SPEC]\n\n"
 	      "Runs two processes on DEVICE (default: the first, uroce0), connects them with\n"
 	      "an RC QP and prints RDMA WRITE and SEND latency and bandwidth, next to the raw\n"
-	      "process_vm_writev bandwidth measured in the same run.\n",
+	      "process_vm_writev bandwidth measured in the same run.\n"
+	      "--faults SPEC (as 'uroce run --faults') runs them over RoCEv2 with those faults\n"
+	      "and counts what was injected and how RC recovered (fewer iterations).\n",
 	      f);
+}
+
+static int parse(int argc, char **argv, struct demo_opts *o)
+{
+	char err[256];
+
+	for (int i = 0; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			return -1;
+		if (!strcmp(argv[i], "-d")) {
+			o->dev = argv[i + 1];
+		} else if (!strcmp(argv[i], "--faults")) {
+			o->faults = argv[i + 1];
+			if (uro_faults_check(o->faults, err, sizeof(err))) {
+				fprintf(stderr, "uroce demo: --faults: %s\n", err);
+				return -1;
+			}
+		} else {
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int uro_cmd_demo(int argc, char **argv)
 {
 	int to_child[2], to_parent[2], status = 0;
-	const char *dev = NULL;
+	struct demo_opts o = {0};
 	struct results r = {0}, ignored;
 	struct ibv_context *probe;
 	pid_t pid;
@@ -406,19 +482,21 @@ int uro_cmd_demo(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (argc == 2 && !strcmp(argv[0], "-d"))
-		dev = argv[1];
-	else if (argc) {
+	if (parse(argc, argv, &o)) {
 		usage(stderr);
 		return 2;
 	}
-	probe = open_named(dev);
+	/* Read when a context opens its first QP on the wire: both
+	 * processes, forked after this, take it. */
+	if (o.faults && setenv("UROCE_FAULTS", o.faults, 1))
+		return 1;
+	probe = open_named(o.dev);
 	if (!probe) {
-		fprintf(stderr, "uroce demo: no device %s: %s\n", dev ? dev : "configured",
+		fprintf(stderr, "uroce demo: no device %s: %s\n", o.dev ? o.dev : "configured",
 			strerror(errno));
 		return 1;
 	}
-	dev = dev ? dev : ibv_get_device_name(probe->device);
+	o.dev = o.dev ? o.dev : ibv_get_device_name(probe->device);
 	ibv_close_device(probe);
 	if (pipe(to_child) || pipe(to_parent))
 		return 1;
@@ -427,12 +505,12 @@ int uro_cmd_demo(int argc, char **argv)
 	if (pid == 0) {
 		close(to_child[1]);
 		close(to_parent[0]);
-		_exit(side(dev, 0, to_parent[1], to_child[0], &ignored) ? 1 : 0);
+		_exit(side(&o, 0, to_parent[1], to_child[0], &ignored) ? 1 : 0);
 	}
 	/* Each keeps only its own ends: a peer that dies is EOF, not a hang. */
 	close(to_child[0]);
 	close(to_parent[1]);
-	if (side(dev, 1, to_child[1], to_parent[0], &r)) {
+	if (side(&o, 1, to_child[1], to_parent[0], &r)) {
 		fprintf(stderr, "uroce demo: the measurement failed\n");
 		kill(pid, SIGTERM);
 		waitpid(pid, NULL, 0);
@@ -441,6 +519,6 @@ int uro_cmd_demo(int argc, char **argv)
 	waitpid(pid, &status, 0);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		return 1;
-	print_table(dev, &r);
+	print_table(&o, &r);
 	return 0;
 }

@@ -24,6 +24,7 @@ static const char run_usage[] =
     "--faults SPEC injects faults into the RoCEv2 packets CMD sends (and puts\n"
     "its QPs on the wire path, on one host too), as UROCE_FAULTS=SPEC does:\n"
     "  loss=2%,dup=1%,reorder=5%,corrupt=0.1%,rnr=10%,delay=1ms~200us,seed=7\n"
+    "  stall=200ms/2s: silent for the last 200ms of every 2s, a peer that stops answering\n"
     "\n"
     "--pcap FILE writes every RoCEv2 packet CMD sends or takes on the wire path\n"
     "to FILE, a pcap trace that Wireshark and tshark decode (UROCE_PCAP=FILE;\n"
@@ -95,7 +96,7 @@ static void enter_view(void)
 			err);
 }
 
-static int check_faults(const char *spec, char *err, size_t len)
+int uro_faults_check(const char *spec, char *err, size_t len)
 {
 	struct uro_fault_spec f;
 
@@ -116,7 +117,7 @@ static const struct run_option {
 	const char *env;
 	int (*check)(const char *value, char *err, size_t len); /* NULL: any value */
 } run_options[] = {
-    {.name = "--faults", .env = "UROCE_FAULTS", .check = check_faults},
+    {.name = "--faults", .env = "UROCE_FAULTS", .check = uro_faults_check},
     {.name = "--pcap", .env = "UROCE_PCAP"},
     {.name = "--pcap-snap", .env = "UROCE_PCAP_SNAP", .check = check_snap},
 };

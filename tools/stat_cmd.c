@@ -94,24 +94,30 @@ static void print_port(const char *dev, const struct uro_seg_counters *sum, int 
 	printf(json ? "}" : "\n");
 }
 
-static void add_counters(struct uro_seg_counters *sum, const struct uro_seg_counters *c)
+void uro_counters_add(struct uro_seg_counters *sum, const struct uro_seg_counters *c)
 {
 	for (unsigned i = 0; i < uro_port_counter_count; i++)
 		*(uint64_t *)((char *)sum + uro_port_counters[i].offset) +=
 		    uro_counter_read(c, &uro_port_counters[i]);
 }
 
-static void port_stats(const char *dev, const struct stat_args *a, int first)
+void uro_stat_port(const char *dev, long pid, struct uro_seg_counters *sum)
 {
-	struct uro_seg_counters sum;
 	struct owner o;
 	unsigned slot = 0;
 
-	memset(&sum, 0, sizeof(sum));
-	while (next_owner(&slot, dev, a->pid, &o)) {
-		add_counters(&sum, &o.peer.hdr->counters);
+	memset(sum, 0, sizeof(*sum));
+	while (next_owner(&slot, dev, pid, &o)) {
+		uro_counters_add(sum, &o.peer.hdr->counters);
 		uro_peer_detach(&o.peer);
 	}
+}
+
+static void port_stats(const char *dev, const struct stat_args *a, int first)
+{
+	struct uro_seg_counters sum;
+
+	uro_stat_port(dev, a->pid, &sum);
 	print_port(dev, &sum, a->json, first);
 }
 

@@ -46,6 +46,7 @@ const struct uro_counter_desc uro_port_counters[] = {
     PORT("injected_corrupt", injected_corrupt),
     PORT("injected_delay", injected_delay),
     PORT("injected_rnr", injected_rnr),
+    PORT("injected_stall", injected_stall),
 };
 const unsigned uro_port_counter_count = sizeof(uro_port_counters) / sizeof(uro_port_counters[0]);
 

@@ -13,7 +13,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 9
+#define URO_SEG_VERSION 10
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 /* What the owner's port counts, read by `uroce stat` from another process
@@ -36,7 +36,7 @@ struct uro_seg_counters {
 	uint64_t dropped[ROCE_DROP_REASONS];
 	/* What UROCE_FAULTS did to this process's packets. */
 	uint64_t injected_loss, injected_dup, injected_reorder, injected_corrupt, injected_delay;
-	uint64_t injected_rnr;
+	uint64_t injected_rnr, injected_stall;
 };
 
 /* One QP's, in its entry: `uroce stat qp`. */

@@ -30,13 +30,35 @@ static void test_accepts(void)
 	CHECK(f.delay_ns == 2000000000ull && f.jitter_ns == 0 && f.seed == 1);
 	CHECK_EQ(uro_faults_parse("", &f, err, sizeof(err)), 0);
 	CHECK_EQ(f.loss, 0);
+	CHECK_EQ(f.stall_ns, 0);
+	CHECK_EQ(uro_faults_parse("stall=200ms/2s", &f, err, sizeof(err)), 0);
+	CHECK(f.stall_ns == 200000000ull && f.stall_period_ns == 2000000000ull);
+}
+
+/* Silent for the last T of every period P, counted from the first packet. */
+static void test_stall(void)
+{
+	struct uro_fault_spec f;
+	char err[160];
+
+	CHECK_EQ(uro_faults_parse("stall=200ms/2s", &f, err, sizeof(err)), 0);
+	CHECK_EQ(uro_faults_stalled(&f, 0), 0);
+	CHECK_EQ(uro_faults_stalled(&f, 1799999999ull), 0);
+	CHECK_EQ(uro_faults_stalled(&f, 1800000000ull), 1);
+	CHECK_EQ(uro_faults_stalled(&f, 1999999999ull), 1);
+	CHECK_EQ(uro_faults_stalled(&f, 2000000000ull), 0);
+	CHECK_EQ(uro_faults_stalled(&f, 3900000000ull), 1);
+	CHECK_EQ(uro_faults_parse("loss=1%", &f, err, sizeof(err)), 0);
+	CHECK_EQ(uro_faults_stalled(&f, 1999999999ull), 0);
 }
 
 static void test_refuses(void)
 {
 	static const char *const bad[] = {
-	    "loss",    "loss=2",	"loss=101%", "loss=-1%",   "loss=x%",  "drop=1%",
-	    "delay=5", "delay=1ms~2ms", "delay=11s", "delay=1ms~", "seed=abc", "loss=1%,dup",
+	    "loss",	    "loss=2",	   "loss=101%",	    "loss=-1%",	   "loss=x%",
+	    "drop=1%",	    "delay=5",	   "delay=1ms~2ms", "delay=11s",   "delay=1ms~",
+	    "seed=abc",	    "loss=1%,dup", "stall=200ms",   "stall=2s/2s", "stall=3s/2s",
+	    "stall=0ms/2s", "stall=1ms/",  "stall=x/1s",
 	};
 	struct uro_fault_spec f;
 	char err[160];
@@ -71,5 +93,6 @@ int main(void)
 	test_accepts();
 	test_refuses();
 	test_draws();
+	test_stall();
 	return check_report();
 }

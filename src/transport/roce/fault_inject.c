@@ -26,7 +26,8 @@ struct uro_wire_faults {
 	struct uro_fault_spec spec;
 	pthread_mutex_t lock; /* senders of every thread come through here */
 	uint64_t rng;
-	uint64_t first_due; /* the earliest due among held, 0 none */
+	uint64_t first_due;  /* the earliest due among held, 0 none */
+	uint64_t first_sent; /* when the first packet went: stalls count from it */
 	struct held held[HELD_MAX];
 };
 
@@ -56,9 +57,15 @@ void uro_wire_faults_free(struct uro_wire_faults *f)
 	free(f);
 }
 
-static void send_held(struct uro_wire_endpoint *w, struct held *h)
+/* A packet held back and due during a stall is lost with the others. */
+static void send_held(struct uro_wire_endpoint *w, struct held *h, uint64_t now)
 {
-	uro_wire_transmit(w, &h->to, h->data, h->len);
+	struct uro_wire_faults *f = w->faults;
+
+	if (uro_faults_stalled(&f->spec, now - f->first_sent))
+		w->n->injected_stall++;
+	else
+		uro_wire_transmit(w, &h->to, h->data, h->len);
 	h->due = 0;
 }
 
@@ -79,7 +86,7 @@ static uint64_t release(struct uro_wire_endpoint *w, uint64_t now, int after_sen
 		if (!h->due)
 			continue;
 		if (h->due <= now || (after_send && h->after_next))
-			send_held(w, h);
+			send_held(w, h, now);
 		else if (!first || h->due < first)
 			first = h->due;
 	}
@@ -124,6 +131,12 @@ static void inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, ui
 	const struct uro_fault_spec *s = &f->spec;
 	uint64_t d;
 
+	if (!f->first_sent)
+		f->first_sent = now;
+	if (uro_faults_stalled(s, now - f->first_sent)) {
+		w->n->injected_stall++;
+		return;
+	}
 	if (uro_faults_hit(&f->rng, s->loss)) {
 		w->n->injected_loss++;
 		return;

@@ -75,6 +75,18 @@ static int delay(const char *s, struct uro_fault_spec *f)
 	return -1;
 }
 
+/* "200ms/2s": silent T in every P, T shorter than P. */
+static int stall(const char *s, struct uro_fault_spec *f)
+{
+	const char *rest;
+
+	return duration(s, &f->stall_ns, &rest) || *rest != '/' ||
+		       duration(rest + 1, &f->stall_period_ns, &rest) || *rest || !f->stall_ns ||
+		       f->stall_ns >= f->stall_period_ns
+		   ? -1
+		   : 0;
+}
+
 static int item(char *kv, struct uro_fault_spec *f, char *err, size_t errlen)
 {
 	static const struct {
@@ -104,14 +116,20 @@ static int item(char *kv, struct uro_fault_spec *f, char *err, size_t errlen)
 					      "10s, the jitter at most the delay)",
 					      value)
 				       : 0;
+	if (!strcmp(kv, "stall"))
+		return stall(value, f) ? fail(err, errlen,
+					      "expected a stall such as 200ms/2s (silent 200ms in "
+					      "every 2s, the first shorter)",
+					      value)
+				       : 0;
 	if (!strcmp(kv, "seed")) {
 		errno = 0;
 		f->seed = strtoull(value, &end, 0);
 		return errno || end == value || *end ? fail(err, errlen, "expected a number", value)
 						     : 0;
 	}
-	return fail(err, errlen, "unknown fault (loss, dup, reorder, corrupt, rnr, delay, seed)",
-		    kv);
+	return fail(err, errlen,
+		    "unknown fault (loss, dup, reorder, corrupt, rnr, delay, stall, seed)", kv);
 }
 
 int uro_faults_parse(const char *spec, struct uro_fault_spec *f, char *err, size_t errlen)
@@ -137,6 +155,11 @@ static uint64_t next(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+int uro_faults_stalled(const struct uro_fault_spec *f, uint64_t since_first)
+{
+	return f->stall_ns && since_first % f->stall_period_ns >= f->stall_period_ns - f->stall_ns;
 }
 
 uint64_t uro_faults_below(uint64_t *state, uint64_t n)

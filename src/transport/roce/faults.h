@@ -4,12 +4,17 @@
  * corrupted ICRC). Set by UROCE_FAULTS or `uroce run --faults`:
  *
  *     loss=2%,dup=1%,reorder=5%,corrupt=0.1%,rnr=10%,delay=1ms~200us,seed=7
+ *     stall=200ms/2s
  *
  * Each packet this process sends is lost, corrupted (its ICRC, which the
  * receiver drops and counts), sent twice, held back behind later packets
  * (reorder), or delayed by delay plus or minus up to the jitter after ~
  * (or ±); rnr is the share of SENDs this process's RC responder answers
- * with an RNR NAK although a receive is posted. Draws come from one
+ * with an RNR NAK although a receive is posted. stall=T/P makes this
+ * process a peer that stops answering: for the last T of every period P
+ * (counted from its first packet) it sends nothing, so that its peers
+ * retry and, when T outlasts their retries, end in IBV_WC_RETRY_EXC_ERR as
+ * with a hung host (IBTA 9.7.6.1.3). Draws come from one
  * generator seeded by seed (default 1): a single-threaded program meets
  * the same faults on every run. */
 #ifndef URO_FAULTS_H
@@ -22,6 +27,7 @@
 struct uro_fault_spec {
 	uint32_t loss, dup, reorder, corrupt, rnr;
 	uint64_t delay_ns, jitter_ns;
+	uint64_t stall_ns, stall_period_ns; /* 0: no stall */
 	uint64_t seed;
 };
 
@@ -30,6 +36,9 @@ int uro_faults_parse(const char *spec, struct uro_fault_spec *f, char *err, size
 
 /* A draw of the generator at *state: whether an event of ppm happens. */
 int uro_faults_hit(uint64_t *state, uint32_t ppm);
+/* Whether the process is silent at `since_first` ns after its first
+ * packet. */
+int uro_faults_stalled(const struct uro_fault_spec *f, uint64_t since_first);
 /* A uniform draw in [0, n). */
 uint64_t uro_faults_below(uint64_t *state, uint64_t n);
 
