@@ -25,6 +25,7 @@ static const char run_usage[] =
     "its QPs on the wire path, on one host too), as UROCE_FAULTS=SPEC does:\n"
     "  loss=2%,dup=1%,reorder=5%,corrupt=0.1%,rnr=10%,delay=1ms~200us,seed=7\n"
     "  stall=200ms/2s: silent for the last 200ms of every 2s, a peer that stops answering\n"
+    "  type=rc|uc|ud|xrc, qpn=N, dev=NAME: only those packets, or that device's\n"
     "\n"
     "--pcap FILE writes every RoCEv2 packet CMD sends or takes on the wire path\n"
     "to FILE, a pcap trace that Wireshark and tshark decode (UROCE_PCAP=FILE;\n"

@@ -35,6 +35,27 @@ static void test_accepts(void)
 	CHECK(f.stall_ns == 200000000ull && f.stall_period_ns == 2000000000ull);
 }
 
+/* type, qpn and dev narrow the faults; without them every packet takes
+ * them. Opcodes: RC SEND Only 0x04, UC 0x24, UD 0x64 (IBTA 9.2). */
+static void test_scope(void)
+{
+	struct uro_fault_spec f;
+	char err[160];
+
+	CHECK_EQ(uro_faults_parse("loss=1%", &f, err, sizeof(err)), 0);
+	CHECK(uro_faults_scoped(&f, 0x04, 7) && uro_faults_scoped(&f, 0x64, 0));
+	CHECK_EQ(f.dev[0], 0);
+	CHECK_EQ(uro_faults_parse("loss=1%,type=rc|ud,qpn=0x1000,dev=uroce1", &f, err, sizeof(err)),
+		 0);
+	CHECK(uro_faults_scoped(&f, 0x04, 0x1000));
+	CHECK(uro_faults_scoped(&f, 0x64, 0x1000));
+	CHECK(!uro_faults_scoped(&f, 0x24, 0x1000)); /* UC */
+	CHECK(!uro_faults_scoped(&f, 0x04, 0x1001));
+	CHECK_STR(f.dev, "uroce1");
+	CHECK_EQ(uro_faults_parse("type=uc", &f, err, sizeof(err)), 0);
+	CHECK(uro_faults_scoped(&f, 0x24, 1) && !uro_faults_scoped(&f, 0x04, 1));
+}
+
 /* Silent for the last T of every period P, counted from the first packet. */
 static void test_stall(void)
 {
@@ -55,10 +76,11 @@ static void test_stall(void)
 static void test_refuses(void)
 {
 	static const char *const bad[] = {
-	    "loss",	    "loss=2",	   "loss=101%",	    "loss=-1%",	   "loss=x%",
-	    "drop=1%",	    "delay=5",	   "delay=1ms~2ms", "delay=11s",   "delay=1ms~",
-	    "seed=abc",	    "loss=1%,dup", "stall=200ms",   "stall=2s/2s", "stall=3s/2s",
-	    "stall=0ms/2s", "stall=1ms/",  "stall=x/1s",
+	    "loss",	    "loss=2",	     "loss=101%",     "loss=-1%",    "loss=x%",
+	    "drop=1%",	    "delay=5",	     "delay=1ms~2ms", "delay=11s",   "delay=1ms~",
+	    "seed=abc",	    "loss=1%,dup",   "stall=200ms",   "stall=2s/2s", "stall=3s/2s",
+	    "stall=0ms/2s", "stall=1ms/",    "stall=x/1s",    "type=",	     "type=rd",
+	    "type=rc|",	    "qpn=0x1000000", "qpn=x",	      "dev=",
 	};
 	struct uro_fault_spec f;
 	char err[160];
@@ -94,5 +116,6 @@ int main(void)
 	test_refuses();
 	test_draws();
 	test_stall();
+	test_scope();
 	return check_report();
 }

@@ -4,13 +4,15 @@
  * CQEs on the other; a SEND with no receive and rnr_retry 0 counts one
  * RNR-retry-exceeded error. Over RoCEv2 (UROCE_TRANSPORT=roce) packets are
  * counted too, and under UROCE_FAULTS the losses become retransmits while
- * every message is still counted once. The counters are read by the
+ * every message is still counted once, unless the spec scopes them away
+ * from this RC traffic (type, qpn, dev). The counters are read by the
  * uroce command, from another process, while this one runs. */
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "../check.h"
+#include "faults.h"
 #include "pair.h"
 
 #define N 200
@@ -87,6 +89,20 @@ static void traffic(void)
 	post_send(&A, IBV_WR_RDMA_WRITE, 64);
 	CHECK_EQ(complete(A.cq, 1, IBV_WC_SUCCESS), 1);
 	CHECK_EQ(complete(B.cq, N, IBV_WC_SUCCESS), N);
+}
+
+/* Whether UROCE_FAULTS loses packets of this test's RC traffic on
+ * uroce0 (an RC SEND to B's QP stands for all of it). */
+static int loses_packets(void)
+{
+	const char *spec = getenv("UROCE_FAULTS");
+	struct uro_fault_spec f;
+	char err[160];
+
+	if (!spec || uro_faults_parse(spec, &f, err, sizeof(err)))
+		return 0;
+	return f.loss && (!f.dev[0] || !strcmp(f.dev, "uroce0")) &&
+	       uro_faults_scoped(&f, 0x04 /* RC SEND Only */, B.qp->qp_num);
 }
 
 static void check_port(int on_wire, int faulty)
@@ -192,7 +208,7 @@ int main(void)
 	CHECK_EQ(qp_connect(A.qp, B.qp->qp_num, 0, 1), 0);
 	CHECK_EQ(qp_connect(B.qp, A.qp->qp_num, 0, 1), 0);
 	RUN(traffic(), 60);
-	RUN(check_port(on_wire, getenv("UROCE_FAULTS") != NULL), 30);
+	RUN(check_port(on_wire, loses_packets()), 30);
 	RUN(check_qps(on_wire), 30);
 	RUN(check_json(), 30);
 	RUN(check_rnr_exceeded(), 60);

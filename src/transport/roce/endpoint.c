@@ -125,7 +125,8 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	if (!w->pcap && *err)
 		uro_warn("UROCE_PCAP: no trace: %s", err);
 	spec = getenv("UROCE_FAULTS");
-	if (spec && *spec && !(w->faults = uro_wire_faults_new(spec))) {
+	if (spec && *spec && !(w->faults = uro_wire_faults_new(spec, ctx->dev->ibdev.name)) &&
+	    errno) {
 		endpoint_free(w);
 		errno = EINVAL;
 		return NULL;

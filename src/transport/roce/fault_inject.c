@@ -31,7 +31,7 @@ struct uro_wire_faults {
 	struct held held[HELD_MAX];
 };
 
-struct uro_wire_faults *uro_wire_faults_new(const char *spec)
+struct uro_wire_faults *uro_wire_faults_new(const char *spec, const char *dev)
 {
 	struct uro_wire_faults *f = calloc(1, sizeof(*f));
 	char err[160];
@@ -42,6 +42,12 @@ struct uro_wire_faults *uro_wire_faults_new(const char *spec)
 		uro_warn("UROCE_FAULTS: %s", err);
 		free(f);
 		errno = EINVAL;
+		return NULL;
+	}
+	/* Scoped to another device: this one's context runs clean. */
+	if (f->spec.dev[0] && strcmp(f->spec.dev, dev)) {
+		free(f);
+		errno = 0;
 		return NULL;
 	}
 	f->rng = f->spec.seed;
@@ -131,6 +137,12 @@ static void inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, ui
 	const struct uro_fault_spec *s = &f->spec;
 	uint64_t d;
 
+	/* data is the BTH: the opcode, then the destination QP at 5..7. */
+	if (!uro_faults_scoped(s, data[0], (uint32_t)data[5] << 16 | data[6] << 8 | data[7])) {
+		uro_wire_transmit(w, to, data, len);
+		release(w, now, 1);
+		return;
+	}
 	if (!f->first_sent)
 		f->first_sent = now;
 	if (uro_faults_stalled(s, now - f->first_sent)) {

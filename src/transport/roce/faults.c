@@ -53,7 +53,7 @@ static int duration(const char *s, uint64_t *ns, const char **rest)
 }
 
 /* "1ms", "1ms~200us", "1ms±200us", "1ms+-200us": delay and jitter. */
-static int delay(const char *s, struct uro_fault_spec *f)
+static int parse_delay(char *s, struct uro_fault_spec *f)
 {
 	static const char *const sep[] = {"~", "\xc2\xb1", "+-"};
 	const char *rest;
@@ -76,7 +76,7 @@ static int delay(const char *s, struct uro_fault_spec *f)
 }
 
 /* "200ms/2s": silent T in every P, T shorter than P. */
-static int stall(const char *s, struct uro_fault_spec *f)
+static int parse_stall(char *s, struct uro_fault_spec *f)
 {
 	const char *rest;
 
@@ -87,49 +87,124 @@ static int stall(const char *s, struct uro_fault_spec *f)
 		   : 0;
 }
 
-static int item(char *kv, struct uro_fault_spec *f, char *err, size_t errlen)
+/* "rc|ud": the transports' bits, as the BTH opcode's top three bits
+ * number them (IBTA 9.2: RC 0, UC 1, UD 3, XRC 5). */
+static int parse_types(char *s, struct uro_fault_spec *f)
 {
 	static const struct {
-		const char *key;
-		size_t off;
-	} rates[] = {
-	    {"loss", offsetof(struct uro_fault_spec, loss)},
-	    {"dup", offsetof(struct uro_fault_spec, dup)},
-	    {"reorder", offsetof(struct uro_fault_spec, reorder)},
-	    {"corrupt", offsetof(struct uro_fault_spec, corrupt)},
-	    {"rnr", offsetof(struct uro_fault_spec, rnr)},
-	};
-	char *value = strchr(kv, '='), *end;
+		const char *name;
+		unsigned transport;
+	} names[] = {{"rc", 0}, {"uc", 1}, {"ud", 3}, {"xrc", 5}};
+	char *t;
+
+	f->types = 0;
+	/* strsep, not strtok: "rc|" has an empty name, and is refused. */
+	while ((t = strsep(&s, "|"))) {
+		size_t i = 0;
+
+		while (i < sizeof(names) / sizeof(names[0]) && strcmp(t, names[i].name))
+			i++;
+		if (i == sizeof(names) / sizeof(names[0]))
+			return -1;
+		f->types |= 1u << names[i].transport;
+	}
+	return f->types ? 0 : -1;
+}
+
+/* A number as strtoull reads it (0x for hex), at most max. */
+static int number(const char *s, unsigned long long max, unsigned long long *n)
+{
+	char *end;
+
+	errno = 0;
+	*n = strtoull(s, &end, 0);
+	return errno || end == s || *end || *n > max ? -1 : 0;
+}
+
+static int parse_qpn(char *v, struct uro_fault_spec *f)
+{
+	unsigned long long n;
+
+	if (number(v, 0xffffff, &n))
+		return -1;
+	f->qpn = (uint32_t)n;
+	return 0;
+}
+
+static int parse_dev(char *v, struct uro_fault_spec *f)
+{
+	if (!*v || strlen(v) >= sizeof(f->dev))
+		return -1;
+	strcpy(f->dev, v);
+	return 0;
+}
+
+static int parse_seed(char *v, struct uro_fault_spec *f)
+{
+	unsigned long long n;
+
+	if (number(v, UINT64_MAX, &n))
+		return -1;
+	f->seed = n;
+	return 0;
+}
+
+#define RATE(k)                                                                                    \
+	{                                                                                          \
+		.key = #k, .rate = offsetof(struct uro_fault_spec, k),                             \
+		.expected = "a percentage from 0% to 100%"                                         \
+	}
+
+/* Each key, how its value is read (a rate, or a parser), and what the
+ * error says it expected. */
+static const struct fault_key {
+	const char *key;
+	size_t rate; /* a percentage into this field, unless parse */
+	int (*parse)(char *value, struct uro_fault_spec *f);
+	const char *expected;
+} fault_keys[] = {
+    RATE(loss),
+    RATE(dup),
+    RATE(reorder),
+    RATE(corrupt),
+    RATE(rnr),
+    {.key = "delay",
+     .parse = parse_delay,
+     .expected = "a delay such as 1ms or 1ms~200us (at most 10s, the jitter at most the delay)"},
+    {.key = "stall",
+     .parse = parse_stall,
+     .expected = "a stall such as 200ms/2s (silent 200ms in every 2s, the first shorter)"},
+    {.key = "type",
+     .parse = parse_types,
+     .expected = "transports such as rc or rc|ud (rc, uc, ud, xrc)"},
+    {.key = "qpn", .parse = parse_qpn, .expected = "a QP number below 2^24"},
+    {.key = "dev", .parse = parse_dev, .expected = "a device name"},
+    {.key = "seed", .parse = parse_seed, .expected = "a number"},
+};
+
+static int item(char *kv, struct uro_fault_spec *f, char *err, size_t errlen)
+{
+	char *value = strchr(kv, '='), what[96];
 
 	if (!value)
 		return fail(err, errlen, "expected key=value", kv);
 	*value++ = '\0';
-	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
-		if (!strcmp(kv, rates[i].key))
-			return percent(value, (uint32_t *)((char *)f + rates[i].off))
-				   ? fail(err, errlen, "expected a percentage from 0% to 100%",
-					  value)
-				   : 0;
-	if (!strcmp(kv, "delay"))
-		return delay(value, f) ? fail(err, errlen,
-					      "expected a delay such as 1ms or 1ms~200us (at most "
-					      "10s, the jitter at most the delay)",
-					      value)
-				       : 0;
-	if (!strcmp(kv, "stall"))
-		return stall(value, f) ? fail(err, errlen,
-					      "expected a stall such as 200ms/2s (silent 200ms in "
-					      "every 2s, the first shorter)",
-					      value)
-				       : 0;
-	if (!strcmp(kv, "seed")) {
-		errno = 0;
-		f->seed = strtoull(value, &end, 0);
-		return errno || end == value || *end ? fail(err, errlen, "expected a number", value)
-						     : 0;
+	for (size_t i = 0; i < sizeof(fault_keys) / sizeof(fault_keys[0]); i++) {
+		const struct fault_key *k = &fault_keys[i];
+
+		if (strcmp(kv, k->key))
+			continue;
+		if (k->parse ? k->parse(value, f)
+			     : percent(value, (uint32_t *)((char *)f + k->rate))) {
+			snprintf(what, sizeof(what), "expected %s", k->expected);
+			return fail(err, errlen, what, value);
+		}
+		return 0;
 	}
 	return fail(err, errlen,
-		    "unknown fault (loss, dup, reorder, corrupt, rnr, delay, stall, seed)", kv);
+		    "unknown fault (loss, dup, reorder, corrupt, rnr, delay, stall, type, qpn, "
+		    "dev, seed)",
+		    kv);
 }
 
 int uro_faults_parse(const char *spec, struct uro_fault_spec *f, char *err, size_t errlen)
@@ -139,6 +214,7 @@ int uro_faults_parse(const char *spec, struct uro_fault_spec *f, char *err, size
 
 	memset(f, 0, sizeof(*f));
 	f->seed = 1;
+	f->qpn = UINT32_MAX;
 	if (!copy)
 		return fail(err, errlen, "out of memory", spec);
 	for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save))
@@ -155,6 +231,12 @@ static uint64_t next(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+int uro_faults_scoped(const struct uro_fault_spec *f, uint8_t opcode, uint32_t dest_qpn)
+{
+	return (!f->types || (f->types >> (opcode >> 5)) & 1) &&
+	       (f->qpn == UINT32_MAX || f->qpn == dest_qpn);
 }
 
 int uro_faults_stalled(const struct uro_fault_spec *f, uint64_t since_first)

@@ -139,7 +139,9 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 		      const uint8_t *data, size_t len);
 
 /* fault_inject.c: UROCE_FAULTS on this endpoint's packets (faults.h). */
-struct uro_wire_faults *uro_wire_faults_new(const char *spec);
+/* NULL with errno EINVAL for a bad spec, 0 for one scoped to another
+ * device than dev. */
+struct uro_wire_faults *uro_wire_faults_new(const char *spec, const char *dev);
 void uro_wire_faults_free(struct uro_wire_faults *f);
 void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
 			  size_t len);
