@@ -73,9 +73,20 @@ run_pair() {
 		return 0
 	fi
 	bad "$what: client $cst, server $sst"
-	tail -5 "$PAIR_DIR/cli" | sed 's/^/    client| /' >&2
-	tail -5 "$PAIR_DIR/srv" | sed 's/^/    server| /' >&2
+	show_log "$PAIR_DIR/cli" client
+	show_log "$PAIR_DIR/srv" server
 	return 1
+}
+
+# A failed side's log, its first lines too: a program's error (stderr,
+# unbuffered) lands above what it printed to stdout, which a file buffers
+# until exit, so the last lines alone may not show it.
+show_log() { # FILE LABEL
+	if [ "$(wc -l <"$1")" -le 8 ]; then cat "$1"; else
+		head -3 "$1"
+		echo ...
+		tail -5 "$1"
+	fi | sed "s/^/    $2| /" >&2
 }
 
 # Debian's rping (rdma-core 44) destroys its CM event channel while its CM
