@@ -212,8 +212,12 @@ static int qp_stats(const char *dev, const struct stat_args *a, int printed)
 		for (unsigned i = 0; i < URO_MAX_QP; i++) {
 			struct uro_seg_qp q;
 
+			/* A copy, taken once the entry is in use: the owner may
+			 * change it meanwhile, never into a fault here. */
+			if (!__atomic_load_n(&o.peer.qp[i].in_use, __ATOMIC_ACQUIRE))
+				continue;
 			memcpy(&q, &o.peer.qp[i], sizeof(q));
-			if (__atomic_load_n(&o.peer.qp[i].in_use, __ATOMIC_ACQUIRE) && q.qpn)
+			if (q.qpn)
 				print_qp(dev, &o, &q, a->json, printed++ == 0);
 		}
 		uro_peer_detach(&o.peer);

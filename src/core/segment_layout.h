@@ -7,28 +7,24 @@
 
 #include <infiniband/verbs.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "drop_reason.h"
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 10
+#define URO_SEG_VERSION 11
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 /* What the owner's port counts, read by `uroce stat` from another process
  * while the owner runs (port_counters.c names them). */
 struct uro_seg_counters {
-	/* Both paths. */
-	uint64_t bad_pkey;
-	uint64_t qkey_violations;
-	uint64_t rx_dropped;			     /* a datagram with no receive, a CQ busy */
-	uint64_t staged_dropped;		     /* staged payloads whose region went first */
+	/* Counted by the owner's threads. */
 	uint64_t rdma_sends;			     /* SEND work requests posted */
-	uint64_t rdma_recvs;			     /* SENDs received (receive completions) */
 	uint64_t retry_exceeded, rnr_retry_exceeded; /* completions with those errors */
-	uint64_t rnr_naks_received, rnr_naks_sent;
-	/* The RoCEv2 path. */
+	uint64_t rnr_naks_received;
+	/* The RoCEv2 path (the owner's endpoint). */
 	uint64_t sent, received, forwarded, send_err;
 	uint64_t retransmits; /* go-back-N restarts (IBTA 9.7.6.1.3) */
 	uint64_t seq_naks_received, seq_naks_sent;
@@ -37,12 +33,27 @@ struct uro_seg_counters {
 	/* What UROCE_FAULTS did to this process's packets. */
 	uint64_t injected_loss, injected_dup, injected_reorder, injected_corrupt, injected_delay;
 	uint64_t injected_rnr, injected_stall;
+	/* Counted also by the processes that deliver to this one over shared
+	 * memory, on a cache line the owner's counting leaves to them. */
+	_Alignas(64) uint64_t rdma_recvs; /* SENDs received (receive completions) */
+	uint64_t rnr_naks_sent;		  /* on shared memory, RNR waits its peers took */
+	uint64_t bad_pkey;
+	uint64_t qkey_violations;
+	uint64_t rx_dropped;	 /* a datagram with no receive, a CQ busy */
+	uint64_t staged_dropped; /* staged payloads whose region went first */
 };
 
-/* One QP's, in its entry: `uroce stat qp`. */
+/* One QP's, in its entry: `uroce stat qp`. Each writer counts on a cache
+ * line of its own, so that counting moves no line between the owner's
+ * core and a peer's. */
 struct uro_seg_qp_counters {
+	/* Counted by whoever delivers a receive, a peer on shared memory: on
+	 * the line of xrcd, which peers read and the owner no longer writes. */
+	uint64_t recv_cqes;
+	uint8_t pad[40];
+	/* Counted by the owner: the entry's last line, which peers never read. */
 	uint64_t posted_sends, posted_recvs;
-	uint64_t send_cqes, recv_cqes, error_cqes;
+	uint64_t send_cqes, error_cqes;
 	uint64_t retransmits; /* go-back-N restarts */
 	uint64_t rnr_waits;   /* RNR NAKs it waited out or gave up on */
 };
@@ -105,7 +116,7 @@ struct uro_seg_qp {
 	struct uro_seg_rq rq;
 	struct uro_xrcd_id xrcd; /* an XRC target's domain; all 0 otherwise */
 	struct uro_seg_qp_counters counters;
-	uint8_t reserved[56]; /* and 4 bytes of padding after serial */
+	uint8_t reserved[16]; /* and 4 bytes of padding after serial */
 };
 
 struct uro_seg_cq {
@@ -195,6 +206,11 @@ struct uro_seg_header {
 };
 
 _Static_assert(sizeof(struct uro_seg_qp) == 256, "QP entry size");
+_Static_assert(offsetof(struct uro_seg_qp, counters.recv_cqes) / 64 ==
+		   offsetof(struct uro_seg_qp, xrcd) / 64,
+	       "a peer's count on the line peers read, not the owner's");
+_Static_assert(offsetof(struct uro_seg_qp, counters.posted_sends) % 64 == 0,
+	       "the owner's counts on a line of their own");
 _Static_assert(sizeof(struct uro_seg_cq) == 64, "CQ entry size");
 _Static_assert(sizeof(struct uro_seg_srq) == 128, "SRQ entry size");
 _Static_assert(sizeof(struct uro_seg_mr) == 128, "MR entry size");

@@ -8,14 +8,15 @@
 #include "recv_queue.h"
 #include "segment_ops.h"
 
-/* Returns an errno, *posted how many it took. */
+/* Returns an errno; adds what it took to *posted (NULL: not counted),
+ * under the queue's lock, so the count is exact (port_counters.h). */
 static int post(pthread_spinlock_t *lock, struct uro_seg_rq *rq, uint8_t *ring,
 		struct ibv_recv_wr *wr, struct ibv_recv_wr **bad, uint64_t *posted)
 {
 	int locked = uro_mt_lock(lock), err = 0;
+	uint64_t n = 0;
 
-	*posted = 0;
-	for (; wr; wr = wr->next, ++*posted) {
+	for (; wr; wr = wr->next, n++) {
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge)
 			err = EINVAL;
 		else if (uro_rq_post(rq, ring, wr))
@@ -25,6 +26,8 @@ static int post(pthread_spinlock_t *lock, struct uro_seg_rq *rq, uint8_t *ring,
 			break;
 		}
 	}
+	if (posted)
+		uro_count(posted, n);
 	uro_mt_unlock(lock, locked);
 	return err;
 }
@@ -34,7 +37,6 @@ int uro_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 	struct uro_qp *qp = to_uqp(ibqp);
 	struct uro_context *ctx = to_uctx(ibqp->context);
 	struct uro_seg_qp *pub = qp->pub;
-	uint64_t posted;
 	int err;
 
 	/* A QP on an SRQ has no receive queue of its own, nor has either half
@@ -45,8 +47,8 @@ int uro_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 		*bad = wr;
 		return EINVAL;
 	}
-	err = post(&qp->rq_lock, &pub->rq, uro_seg_ptr(&ctx->seg, pub->rq.ring), wr, bad, &posted);
-	uro_count(&pub->counters.posted_recvs, posted);
+	err = post(&qp->rq_lock, &pub->rq, uro_seg_ptr(&ctx->seg, pub->rq.ring), wr, bad,
+		   &pub->counters.posted_recvs);
 	/* Receives posted to a QP in error complete at once, flushed. */
 	if (uro_qp_state(pub) == IBV_QPS_ERR)
 		uro_flush_rq(&ctx->self, pub);
@@ -57,8 +59,7 @@ int uro_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_
 {
 	struct uro_srq *srq = to_usrq(ibsrq);
 	struct uro_context *ctx = to_uctx(ibsrq->context);
-	uint64_t posted;
 
 	return post(&srq->rq_lock, &srq->pub->rq, uro_seg_ptr(&ctx->seg, srq->pub->rq.ring), wr,
-		    bad, &posted);
+		    bad, NULL);
 }

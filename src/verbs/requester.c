@@ -792,7 +792,8 @@ void uro_qp_drop_pending(struct uro_qp *qp)
 	pthread_spin_unlock(&qp->sq_lock);
 }
 
-/* The work requests of a list up to stop (NULL: all of it) are posted. */
+/* Counts the work requests of a list that were posted: those before stop
+ * (NULL: all of them). */
 static void count_posted(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 			 const struct ibv_send_wr *stop)
 {

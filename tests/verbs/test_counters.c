@@ -136,7 +136,14 @@ static void check_port(int on_wire, int faulty)
  * WRITE from 0. */
 static void check_qps(int on_wire)
 {
+	struct ibv_sge sge[2] = {{.addr = (uintptr_t)A.buf, .length = 8, .lkey = A.mr->lkey},
+				 {.addr = (uintptr_t)A.buf, .length = 8, .lkey = A.mr->lkey}};
+	struct ibv_send_wr bad_wr = {.sg_list = sge, .num_sge = 2, .opcode = IBV_WR_SEND}, *bad;
 	char line[4096], match[64];
+
+	/* More SGEs than the QP takes: refused, and not counted as posted. */
+	CHECK_EQ(ibv_post_send(A.qp, &bad_wr, &bad), EINVAL);
+	CHECK(bad == &bad_wr);
 
 	snprintf(match, sizeof(match), " lqpn %u ", A.qp->qp_num);
 	stat_line("qp uroce0", match, line, sizeof(line));
