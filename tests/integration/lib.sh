@@ -72,10 +72,25 @@ run_pair() {
 		ok
 		return 0
 	fi
+	if [ -z "${PAIR_RETRIED:-}" ] && calibration_failed; then
+		echo "note: $what: perftest's own clock calibration failed (its cycles-per-microsecond fit, r^2 < 0.9, on a busy machine); run again" >&2
+		PAIR_RETRIED=1 run_pair "$@"
+		return
+	fi
 	bad "$what: client $cst, server $sst"
 	show_log "$PAIR_DIR/cli" client
 	show_log "$PAIR_DIR/srv" server
 	return 1
+}
+
+# perftest times its report with the CPU's cycle counter, which it first
+# fits against gettimeofday over a few hundred microseconds; a side
+# preempted then gets r^2 below 0.9, prints "Can't produce a report" and
+# exits 1, and the other side fails to exchange reports (1 in 100 looped
+# ib_write_bw -b pairs on this 2-core VM: both sides exit 1, as a suite run
+# saw once). Nothing of uroce's is in that fit: such a pair runs again.
+calibration_failed() {
+	grep -q '^Correlation coefficient r^2: ' "$PAIR_DIR/srv" "$PAIR_DIR/cli"
 }
 
 # A failed side's log, its first lines too: a program's error (stderr,
