@@ -89,6 +89,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = calloc(1, sizeof(*w));
 	const char *spec;
+	int err_no;
 	char err[256];
 
 	if (!w)
@@ -125,10 +126,10 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	if (!w->pcap && *err)
 		uro_warn("UROCE_PCAP: no trace: %s", err);
 	spec = getenv("UROCE_FAULTS");
-	if (spec && *spec && !(w->faults = uro_wire_faults_new(spec, ctx->dev->ibdev.name)) &&
-	    errno) {
+	if (spec && *spec &&
+	    (err_no = uro_wire_faults_open(spec, ctx->dev->ibdev.name, &w->faults))) {
 		endpoint_free(w);
-		errno = EINVAL;
+		errno = err_no;
 		return NULL;
 	}
 	return w;

@@ -31,28 +31,28 @@ struct uro_wire_faults {
 	struct held held[HELD_MAX];
 };
 
-struct uro_wire_faults *uro_wire_faults_new(const char *spec, const char *dev)
+int uro_wire_faults_open(const char *spec, const char *dev, struct uro_wire_faults **out)
 {
-	struct uro_wire_faults *f = calloc(1, sizeof(*f));
+	struct uro_wire_faults *f;
+	struct uro_fault_spec s;
 	char err[160];
 
-	if (!f)
-		return NULL;
-	if (uro_faults_parse(spec, &f->spec, err, sizeof(err))) {
+	*out = NULL;
+	if (uro_faults_parse(spec, &s, err, sizeof(err))) {
 		uro_warn("UROCE_FAULTS: %s", err);
-		free(f);
-		errno = EINVAL;
-		return NULL;
+		return EINVAL;
 	}
 	/* Scoped to another device: this one's context runs clean. */
-	if (f->spec.dev[0] && strcmp(f->spec.dev, dev)) {
-		free(f);
-		errno = 0;
-		return NULL;
-	}
-	f->rng = f->spec.seed;
+	if (s.dev[0] && strcmp(s.dev, dev))
+		return 0;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return ENOMEM;
+	f->spec = s;
+	f->rng = s.seed;
 	pthread_mutex_init(&f->lock, NULL);
-	return f;
+	*out = f;
+	return 0;
 }
 
 void uro_wire_faults_free(struct uro_wire_faults *f)
@@ -130,28 +130,24 @@ static uint64_t delay_of(struct uro_wire_faults *f)
 	return s->delay_ns - s->jitter_ns + uro_faults_below(&f->rng, 2 * s->jitter_ns + 1);
 }
 
-static void inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
-		   size_t len, uint64_t now)
+/* The faults a packet in scope meets: 1 when they took it (lost, or held
+ * back to go later), 0 when it is to be sent now. */
+static int inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
+		  size_t len, uint64_t now)
 {
 	struct uro_wire_faults *f = w->faults;
 	const struct uro_fault_spec *s = &f->spec;
 	uint64_t d;
 
-	/* data is the BTH: the opcode, then the destination QP at 5..7. */
-	if (!uro_faults_scoped(s, data[0], (uint32_t)data[5] << 16 | data[6] << 8 | data[7])) {
-		uro_wire_transmit(w, to, data, len);
-		release(w, now, 1);
-		return;
-	}
 	if (!f->first_sent)
 		f->first_sent = now;
 	if (uro_faults_stalled(s, now - f->first_sent)) {
 		w->n->injected_stall++;
-		return;
+		return 1;
 	}
 	if (uro_faults_hit(&f->rng, s->loss)) {
 		w->n->injected_loss++;
-		return;
+		return 1;
 	}
 	if (uro_faults_hit(&f->rng, s->corrupt)) {
 		data[len - 1] ^= 0xff; /* the ICRC's last byte */
@@ -164,15 +160,14 @@ static void inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, ui
 	if (uro_faults_hit(&f->rng, s->reorder) &&
 	    !hold(f, to, data, len, now + REORDER_MAX_NS + delay_of(f), 1)) {
 		w->n->injected_reorder++;
-		return;
+		return 1;
 	}
 	d = delay_of(f);
 	if (d && !hold(f, to, data, len, now + d, 0)) {
 		w->n->injected_delay++;
-		return;
+		return 1;
 	}
-	uro_wire_transmit(w, to, data, len);
-	release(w, now, 1);
+	return 0;
 }
 
 void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
@@ -183,7 +178,14 @@ void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in 
 
 	pthread_mutex_lock(&f->lock);
 	release(w, now, 0);
-	inject(w, to, data, len, now);
+	/* data is the BTH: the opcode, then the destination QP at 5..7. A
+	 * packet out of the spec's scope draws nothing. */
+	if (!uro_faults_scoped(&f->spec, data[0],
+			       (uint32_t)data[5] << 16 | data[6] << 8 | data[7]) ||
+	    !inject(w, to, data, len, now)) {
+		uro_wire_transmit(w, to, data, len);
+		release(w, now, 1);
+	}
 	pthread_mutex_unlock(&f->lock);
 }
 

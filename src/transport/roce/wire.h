@@ -139,9 +139,9 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 		      const uint8_t *data, size_t len);
 
 /* fault_inject.c: UROCE_FAULTS on this endpoint's packets (faults.h). */
-/* NULL with errno EINVAL for a bad spec, 0 for one scoped to another
- * device than dev. */
-struct uro_wire_faults *uro_wire_faults_new(const char *spec, const char *dev);
+/* 0 with *out set, or NULL for a spec scoped to another device than dev;
+ * EINVAL for a bad spec (said in the log), ENOMEM. */
+int uro_wire_faults_open(const char *spec, const char *dev, struct uro_wire_faults **out);
 void uro_wire_faults_free(struct uro_wire_faults *f);
 void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
 			  size_t len);
