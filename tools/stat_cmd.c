@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "netdev.h"
 #include "peer.h"
 #include "port_counters.h"
 #include "registry.h"
@@ -84,13 +85,26 @@ static int next_owner(unsigned *slot, const char *dev, long pid, struct owner *o
 	return 0;
 }
 
-static void print_port(const char *dev, const struct uro_seg_counters *sum, int json, int first)
+/* rxe's link_downed is the port's own count of its link going down; a
+ * uroce port is its netdev's, so it is the kernel's count of that
+ * netdev's (carrier_down_count), printed where rxe prints it: before
+ * rdma_sends. */
+static void print_port(const char *dev, const char *netdev, const struct uro_seg_counters *sum,
+		       int json, int first)
 {
+	uint64_t downs = 0;
+
+	if (uro_netdev_carrier_downs(netdev, &downs))
+		downs = 0; /* no such netdev (the port is down), or a kernel before 4.16 */
 	printf(json ? "%s{\"ifname\":\"%s\",\"port\":1" : "%slink %s/1", json && !first ? "," : "",
 	       dev);
-	for (unsigned i = 0; i < uro_port_counter_count; i++)
+	for (unsigned i = 0; i < uro_port_counter_count; i++) {
+		if (!strcmp(uro_port_counters[i].name, "rdma_sends"))
+			printf(json ? ",\"link_downed\":%llu" : " link_downed %llu",
+			       (unsigned long long)downs);
 		printf(json ? ",\"%s\":%llu" : " %s %llu", uro_port_counters[i].name,
 		       (unsigned long long)uro_counter_read(sum, &uro_port_counters[i]));
+	}
 	printf(json ? "}" : "\n");
 }
 
@@ -113,12 +127,12 @@ void uro_stat_port(const char *dev, long pid, struct uro_seg_counters *sum)
 	}
 }
 
-static void port_stats(const char *dev, const struct stat_args *a, int first)
+static void port_stats(const struct uro_link *link, const struct stat_args *a, int first)
 {
 	struct uro_seg_counters sum;
 
-	uro_stat_port(dev, a->pid, &sum);
-	print_port(dev, &sum, a->json, first);
+	uro_stat_port(link->name, a->pid, &sum);
+	print_port(link->name, link->netdev, &sum, a->json, first);
 }
 
 static const char *qp_type_name(uint32_t type)
@@ -246,6 +260,11 @@ int uro_cmd_stat(int argc, char **argv)
 	}
 	if (parse(argc, argv, &a))
 		return 2;
+#ifdef URO_NO_COUNTERS
+	fprintf(stderr,
+		"uroce stat: this build counts nothing (built with -DUROCE_COUNTERS=OFF)\n");
+	return 1;
+#endif
 	if (uro_config_path(path, sizeof(path))) {
 		fprintf(stderr, "uroce: configuration path too long\n");
 		return 1;
@@ -269,7 +288,7 @@ int uro_cmd_stat(int argc, char **argv)
 		if (a.qp)
 			printed = qp_stats(dev, &a, printed);
 		else
-			port_stats(dev, &a, shown == 0);
+			port_stats(&cfg.links[i], &a, shown == 0);
 		shown++;
 	}
 	if (a.json)

@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -29,6 +31,59 @@ int uro_netdev_running(const char *name)
 		running = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
 	close(fd);
 	return running;
+}
+
+/* The IFLA_CARRIER_DOWN_COUNT of a RTM_NEWLINK answer of len bytes. */
+static int carrier_downs_of(const struct nlmsghdr *h, size_t len, uint64_t *count)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	const struct rtattr *a = IFLA_RTA(ifi);
+	unsigned int left;
+
+	if (!NLMSG_OK(h, len) || h->nlmsg_type != RTM_NEWLINK ||
+	    h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi))) {
+		errno = h->nlmsg_type == NLMSG_ERROR ? ENODEV : EPROTO;
+		return -1;
+	}
+	left = h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi));
+	for (; RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+		uint32_t v;
+
+		if (a->rta_type != IFLA_CARRIER_DOWN_COUNT || RTA_PAYLOAD(a) < sizeof(v))
+			continue;
+		memcpy(&v, RTA_DATA(a), sizeof(v));
+		*count = v;
+		return 0;
+	}
+	errno = ENOTSUP; /* a kernel before 4.16 */
+	return -1;
+}
+
+int uro_netdev_carrier_downs(const char *name, uint64_t *count)
+{
+	struct {
+		struct nlmsghdr h;
+		struct ifinfomsg ifi;
+	} req = {.h = {.nlmsg_len = sizeof(req),
+		       .nlmsg_type = RTM_GETLINK,
+		       .nlmsg_flags = NLM_F_REQUEST},
+		 .ifi = {.ifi_family = AF_UNSPEC, .ifi_index = (int)if_nametoindex(name)}};
+	char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+	int fd, rc = -1;
+	ssize_t n;
+
+	if (!req.ifi.ifi_index) {
+		errno = ENODEV;
+		return -1;
+	}
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -1;
+	if (send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req) &&
+	    (n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		rc = carrier_downs_of((const struct nlmsghdr *)buf, (size_t)n, count);
+	close(fd);
+	return rc;
 }
 
 static int query_ioctls(struct uro_netdev *nd)

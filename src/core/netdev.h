@@ -27,5 +27,9 @@ int uro_netdev_query(const char *name, struct uro_netdev *nd);
 int uro_netdev_exists(const char *name);
 /* Up and running now; 0 when there is no such interface. */
 int uro_netdev_running(const char *name);
+/* How often the kernel saw the interface's link go down since it was
+ * made (IFLA_CARRIER_DOWN_COUNT, asked of the caller's network namespace
+ * over netlink): 0, or -1 with errno. */
+int uro_netdev_carrier_downs(const char *name, uint64_t *count);
 
 #endif

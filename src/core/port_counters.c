@@ -28,6 +28,7 @@ const struct uro_counter_desc uro_port_counters[] = {
     PORT("rdma_recvs", rdma_recvs),
     /* uroce's own */
     PORT("send_seq_err", seq_naks_sent),
+    PORT("ack_timeouts", ack_timeouts),
     PORT("forwarded_pkts", forwarded),
     PORT("no_qp", no_qp),
     PORT("bad_pkey", bad_pkey),

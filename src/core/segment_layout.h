@@ -14,7 +14,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 11
+#define URO_SEG_VERSION 12
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 /* What the owner's port counts, read by `uroce stat` from another process
@@ -26,7 +26,8 @@ struct uro_seg_counters {
 	uint64_t rnr_naks_received;
 	/* The RoCEv2 path (the owner's endpoint). */
 	uint64_t sent, received, forwarded, send_err;
-	uint64_t retransmits; /* go-back-N restarts (IBTA 9.7.6.1.3) */
+	uint64_t retransmits;  /* go-back-N restarts (IBTA 9.7.6.1.3) */
+	uint64_t ack_timeouts; /* local ACK timeouts that ran out */
 	uint64_t seq_naks_received, seq_naks_sent;
 	uint64_t duplicates, out_of_sequence, no_qp;
 	uint64_t dropped[ROCE_DROP_REASONS];

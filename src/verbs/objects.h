@@ -181,7 +181,8 @@ struct uro_ah {
 	struct ibv_ah ibah;
 	struct ibv_ah_attr attr;
 	struct uro_pd *pd;
-	int wire; /* its GID is another host's: datagrams go over RoCEv2 */
+	int wire; /* its GID is another host's, or this process takes the wire */
+	int own;  /* its GID is an IPv4 address of this host's */
 };
 
 static inline struct uro_context *to_uctx(struct ibv_context *c)

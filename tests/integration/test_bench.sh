@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/run's harness, in its seconds-long --smoke mode: every program it
 # drives (perftest under uroce, ucx_perftest, sockperf, iperf3, the copy and
-# registration programs) must give a figure, and the report and its plots
-# must be written. The figures themselves are not judged: speed is held by
+# registration programs, the build without counters) must give a figure,
+# and the report and its plots must be written. The figures themselves are not judged: speed is held by
 # the benchmark's report, not by tests.
 . "$(dirname "$0")/lib.sh"
 
@@ -21,6 +21,8 @@ for table in '`ib_write_lat` t_typical' '`ib_send_lat` t_typical' '`ib_read_lat`
 	rows=$(printf '%s\n' "$report" | awk -v t="$table" '/^### / && substr($0, length($0) - length(t) + 1) == t { f = 1; next } f && /^\| [0-9]/ { n++ } f && /^#/ { exit } END { print n + 0 }')
 	if [ "$rows" -ge 1 ]; then ok; else bad "no rows under $table"; fi
 done
+expect_match "$report" '^\| uncounted \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what the counters cost, beside a build without them"
+expect_match "$report" '^\| traced \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what tracing costs"
 expect_match "$report" '^\| 2 B \| [0-9.]+ \| [0-9.e-]+ \(×[0-9.]+\) \| [0-9.e-]+ \(×' "uroce beside its baselines, with ratios"
 for p in latency-write latency-send latency-read bandwidth-write bandwidth-send bandwidth-read reg-mr; do
 	if head -c 8 "$dir/plots/$p.png" 2>/dev/null | grep -q PNG; then ok; else bad "plot $p.png"; fi

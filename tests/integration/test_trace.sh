@@ -3,7 +3,8 @@
 # sends and takes; tshark decodes the trace, scapy recomputes its ICRCs,
 # and its opcodes and PSNs are the operations the program posted. A traced
 # (or faulted) process takes the wire path, and so does a peer on this host
-# that connects to it, whether or not that peer is traced.
+# that connects to it or sends it datagrams, whether or not that peer is
+# traced.
 . "$(dirname "$0")/lib.sh" 60
 here=$(dirname "$0")
 command -v tshark >/dev/null || { echo "SKIP: tshark is missing"; exit 77; }
@@ -76,6 +77,18 @@ out=$(decode "$dir/snap.pcap" | "$here/trace_check.py" sends "$(side_field "$dir
 expect_status 0 $? "a snapped trace still holds the SENDs as posted ($out)"
 expect_match "$("$here/icrc_check.py" "$dir/snap.pcap")" ', 0 mismatched' "a snapped packet's ICRC is its own"
 
+# A QP's packets keep one UDP source port, and QPs spread over several
+# (roce-wire.md: flow entropy): 16 QPs a side, every packet to one QP from
+# one port.
+port=$((port + 1))
+run_pair "16 QPs, traced" $port "--pcap $dir/q16.pcap ibv_srq_pingpong -g 0 -c -q 16 -n 50 -p $port" \
+	"ibv_srq_pingpong -g 0 -c -q 16 -n 50 -p $port 127.0.0.1"
+flows=$(tshark -r "$dir/q16.pcap" -T fields -e infiniband.bth.destqp -e udp.srcport 2>/dev/null | sort -u)
+most=$(printf '%s\n' "$flows" | awk 'NF == 2 { n[$1]++ } END { for (q in n) if (n[q] > m) m = n[q]; print m + 0 }')
+expect_status 1 "$most" "source ports seen by the QP that sees the most"
+ports=$(printf '%s\n' "$flows" | awk 'NF == 2 { print $2 }' | sort -u | wc -l)
+[ "$ports" -ge 4 ] && ok || bad "32 QPs sent from $ports UDP source port(s)"
+
 # "%p": a file per process.
 pingpong "a trace per process" "--pcap $dir/p-%p.pcap" "--pcap $dir/p-%p.pcap" -n 10
 expect_status 2 "$(ls "$dir"/p-*.pcap 2>/dev/null | wc -l)" "two processes, two traces"
@@ -85,6 +98,21 @@ port=$((port + 1))
 run_pair "traced UD" $port "--pcap $dir/ud.pcap ibv_ud_pingpong -g 0 -c -p $port -n 20" \
 	"--pcap $dir/udc.pcap ibv_ud_pingpong -g 0 -c -p $port -n 20 127.0.0.1"
 expect_match "$(tshark -r "$dir/ud.pcap" 2>/dev/null)" 'UD Send Only' "tshark decodes the UD trace"
+
+# Only the UD server is traced: the plain client's datagrams, which would
+# take shared memory, come to it on the wire, and so into its trace; its
+# own to the client, which does not listen on the wire, go over shared
+# memory and into its trace as the packets they would have been.
+port=$((port + 1))
+run_pair "UD, traced server" $port "--pcap $dir/uds.pcap ibv_ud_pingpong -g 0 -c -p $port -n 20" \
+	"ibv_ud_pingpong -g 0 -c -p $port -n 20 127.0.0.1"
+for side in srv cli; do
+	qpn=$(side_field "$dir/$side" local QPN)
+	got=$(tshark -r "$dir/uds.pcap" -Y "infiniband.bth.opcode == 100 && infiniband.bth.destqp == $qpn" \
+		2>/dev/null | wc -l)
+	[ "$got" -ge 20 ] && ok || bad "the server's trace holds $got datagrams to the $side, not 20 or more"
+done
+expect_match "$("$here/icrc_check.py" "$dir/uds.pcap")" ', 0 mismatched' "the UD trace's ICRCs"
 
 # A trace that cannot be written is said so, and the program runs on.
 pingpong "unwritable trace" "" "--pcap /nonexistent/dir/x.pcap" -n 10

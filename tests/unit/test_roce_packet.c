@@ -87,26 +87,55 @@ static struct uro_pcap *trace;
 static char trace_path[] = "/tmp/uroce-trace-XXXXXX";
 static unsigned traced;
 
-/* A trace rebuilds the IPv4 header as uroce sends it: identification 0,
- * DF. Both are under the ICRC (Annex A17.8), so a captured packet is made
- * so first, its ICRC computed again. */
+/* A trace rebuilds the IPv4 header as uroce sends it, with the packet's
+ * identification: the ICRC on file still checks. */
 static void trace_packet(const uint8_t *ip, size_t len)
 {
-	static uint8_t copy[65536];
 	uint32_t src, dst;
 	uint16_t sport;
 
-	if ((ip[0] >> 4) != 4 || (ip[0] & 15) != 5 || !trace || len > sizeof(copy))
+	if ((ip[0] >> 4) != 4 || (ip[0] & 15) != 5 || !trace)
+		return;
+	memcpy(&src, ip + 12, 4);
+	memcpy(&dst, ip + 16, 4);
+	memcpy(&sport, ip + 20, 2);
+	uro_pcap_packet(trace, src, sport, dst, (uint16_t)(ip[4] << 8 | ip[5]),
+			ip + URO_ROCE_IPV4_UDP_LEN, len - URO_ROCE_IPV4_UDP_LEN);
+	traced++;
+}
+
+/* A receiver knows a packet's addresses and ports, not its IPv4
+ * identification, which Linux rxe numbers and the ICRC covers: rebuilt
+ * with ID 0 as the endpoint does, each captured packet gets its own ID
+ * back from its ICRC (icrc.h), and a corrupted one almost never any. */
+static struct uro_icrc_id_cache id_cache;
+static unsigned ids_found, ids_nonzero, corrupt_accepted, corrupt_tried;
+
+static void check_ip_id(const uint8_t *ip, size_t len)
+{
+	static uint8_t copy[65536];
+	struct uro_roce_packet p;
+	uint32_t src, dst;
+	uint16_t sport;
+
+	if ((ip[0] >> 4) != 4 || (ip[0] & 15) != 5 || len > sizeof(copy))
 		return;
 	memcpy(&src, ip + 12, 4);
 	memcpy(&dst, ip + 16, 4);
 	memcpy(&sport, ip + 20, 2);
 	memcpy(copy, ip, len);
 	uro_roce_ipv4_udp(copy, src, dst, sport, len - URO_ROCE_IPV4_UDP_LEN);
-	uro_roce_icrc_put(copy, 20, len - URO_ROCE_ICRC_LEN);
-	uro_pcap_packet(trace, src, sport, dst, copy + URO_ROCE_IPV4_UDP_LEN,
-			len - URO_ROCE_IPV4_UDP_LEN);
-	traced++;
+	ids_nonzero += ip[4] || ip[5];
+	if (uro_roce_parse(copy, len, &p) != ROCE_OK) {
+		CHECK_EQ(uro_roce_icrc_find_ipv4_id(&id_cache, copy, len - URO_ROCE_ICRC_LEN), 0);
+		CHECK_EQ(copy[4] << 8 | copy[5], ip[4] << 8 | ip[5]);
+		CHECK_EQ(uro_roce_parse(copy, len, &p), ROCE_OK);
+	}
+	ids_found++;
+	copy[len - URO_ROCE_ICRC_LEN - 1] ^= 0x40; /* the last byte before the ICRC */
+	copy[4] = copy[5] = 0;
+	corrupt_tried++;
+	corrupt_accepted += !uro_roce_icrc_find_ipv4_id(&id_cache, copy, len - URO_ROCE_ICRC_LEN);
 }
 
 static uint32_t le32(const uint8_t *p)
@@ -164,6 +193,7 @@ static void check_packet(const uint8_t *ip, size_t len)
 	}
 	seen[p.opcode]++;
 	trace_packet(ip, len);
+	check_ip_id(ip, len);
 	tl = uro_roce_transport_len(&p);
 	out = malloc(tl);
 	CHECK_EQ(uro_roce_build(&p, out), tl);
@@ -276,6 +306,11 @@ int main(int argc, char **argv)
 	check_trace();
 	unlink(trace_path);
 	printf("%u RoCEv2 packets\n", packets);
+	printf(
+	    "IPv4 IDs found from the ICRC: %u (%u not 0); corrupted packets given one: %u of %u\n",
+	    ids_found, ids_nonzero, corrupt_accepted, corrupt_tried);
+	CHECK(ids_nonzero > 100); /* rxe numbers its packets */
+	CHECK(corrupt_accepted * 100 <= corrupt_tried);
 	CHECK_EQ(packets, 609); /* the captures README.md's RoCEv2 column, summed */
 	check_census();
 	check_garbage();

@@ -60,9 +60,9 @@ static inline void side_close(struct side *s)
 	ibv_close_device(s->ctx);
 }
 
-/* RESET -> INIT -> RTR -> RTS towards remote_qpn, through GID 0. */
-static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry,
-			     uint8_t min_rnr_timer)
+/* RESET -> INIT -> RTR -> RTS towards remote_qpn at dgid. */
+static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry,
+				uint8_t min_rnr_timer, const union ibv_gid *dgid)
 {
 	struct ibv_qp_attr a;
 	int ud = qp->qp_type == IBV_QPT_UD;
@@ -90,14 +90,21 @@ static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	if (!ud) {
-		a.path_mtu = IBV_MTU_4096;
+		struct ibv_port_attr port;
+
+		/* 4096 on lo; a veth's 1500 bytes take 1024. PAIR_MTU (bytes)
+		 * sets a smaller one. */
+		a.path_mtu = ibv_query_port(qp->context, 1, &port) ? IBV_MTU_1024 : port.active_mtu;
+		for (int m = IBV_MTU_256; getenv("PAIR_MTU") && m <= IBV_MTU_4096; m++)
+			if (atoi(getenv("PAIR_MTU")) == 128 << m)
+				a.path_mtu = (enum ibv_mtu)m;
 		a.dest_qp_num = remote_qpn;
 		a.max_dest_rd_atomic = 4;
 		a.min_rnr_timer = min_rnr_timer;
 		a.ah_attr.port_num = 1;
 		a.ah_attr.is_global = 1;
 		a.ah_attr.grh.hop_limit = 1;
-		ibv_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid);
+		a.ah_attr.grh.dgid = *dgid;
 	}
 	if (ibv_modify_qp(qp, &a, ud ? IBV_QP_STATE : rtr))
 		return -1;
@@ -106,12 +113,26 @@ static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr
 	/* 67 ms; under injected loss 17 ms, as the user of a lossy link
 	 * would tune it: far above lo's round trip, and eight of them above
 	 * the longest a busy 2-core machine was seen to leave a process
-	 * unscheduled (about 100 ms; 4 ms timeouts ran out). */
-	a.timeout = getenv("UROCE_FAULTS") ? 12 : 14;
+	 * unscheduled (about 100 ms; 4 ms timeouts ran out). PAIR_TIMEOUT
+	 * sets another (IBTA 9.7.6.1.3: 4.096 us x 2^timeout). */
+	a.timeout = getenv("PAIR_TIMEOUT")   ? (uint8_t)atoi(getenv("PAIR_TIMEOUT"))
+		    : getenv("UROCE_FAULTS") ? 12
+					     : 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = rnr_retry;
 	a.max_rd_atomic = 4;
 	return ibv_modify_qp(qp, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : rts);
+}
+
+/* The same towards a QP of this host, through its own GID 0. */
+static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry,
+			     uint8_t min_rnr_timer)
+{
+	union ibv_gid gid;
+
+	if (ibv_query_gid(qp->context, 1, 0, &gid))
+		return -1;
+	return qp_connect_to(qp, remote_qpn, rnr_retry, min_rnr_timer, &gid);
 }
 
 /* Polls until one completion arrives or about a second passes. */

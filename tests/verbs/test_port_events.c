@@ -4,7 +4,8 @@
  * IBV_EVENT_PORT_ACTIVE and IBV_EVENT_DEVICE_FATAL, as Soft-RoCE does;
  * ibv_query_port(3) says the same state; another netdev's changes wake
  * nothing. The GID table holds every address of a netdev that has more
- * than the 16 entries a port has at least. Needs root to make a network namespace with a veth pair
+ * than the 16 entries a port has at least; `uroce stat` counts the port's
+ * downs as link_downed. Needs root to make a network namespace with a veth pair
  * (198.18.0.0/15, the benchmarking range); skipped with a message
  * otherwise. */
 #include <errno.h>
@@ -19,6 +20,7 @@
 
 #include "../check.h"
 #include "fixture.h"
+#include "stat_read.h"
 
 static int sh(const char *cmd)
 {
@@ -104,8 +106,19 @@ static void test_gid_table_grows(struct ibv_context *ctx)
 	CHECK_EQ(ibv_query_gid(ctx, 1, a.gid_tbl_len, &gid), -1);
 }
 
+/* `uroce stat`'s link_downed, as rxe's: how often the port went down. */
+static long long link_downed(void)
+{
+	char line[4096];
+
+	stat_line("pe0", "link pe0/1 ", line, sizeof(line));
+	return field(line, "link_downed");
+}
+
 static void test_port_follows_netdev(struct ibv_context *ctx)
 {
+	long long downs = link_downed();
+
 	struct ibv_async_event ev;
 	int flags = fcntl(ctx->async_fd, F_GETFL);
 
@@ -122,6 +135,8 @@ static void test_port_follows_netdev(struct ibv_context *ctx)
 	sh("ip link set uro-pe1 down"); /* the link's netdev loses its carrier */
 	CHECK_EQ(next_event(ctx, IBV_EVENT_PORT_ERR), 0);
 	CHECK_EQ(port_state(ctx), IBV_PORT_DOWN);
+	CHECK(downs >= 0);
+	CHECK_EQ(link_downed(), downs + 1);
 	sh("ip link set uro-pe1 up");
 	CHECK_EQ(next_event(ctx, IBV_EVENT_PORT_ACTIVE), 0);
 	CHECK_EQ(port_state(ctx), IBV_PORT_ACTIVE);

@@ -6,8 +6,14 @@
  * result is checked against a shadow counter. Under UROCE_FAULTS (CTest's
  * verbs_stress_faults) RC must still lose, repeat and reorder nothing;
  * UD may lose, reorder and repeat what the faults did, no more, and never
- * corrupt. */
+ * corrupt. With STRESS_NETNS=A,B the two processes run in those network
+ * namespaces, as two hosts, on device STRESS_DEV of each namespace's
+ * configuration (STRESS_CONF_DIR/A.conf, B.conf): RoCEv2 between them
+ * (it_wire). */
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sched.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -44,6 +50,7 @@ struct hdr {
 };
 
 struct endpoint {
+	union ibv_gid gid; /* GID 0 of its port */
 	uint32_t qpn[NQP];
 	uint32_t rkey;
 	uint64_t regions; /* NRC regions of REGION bytes, then NRC counters */
@@ -67,6 +74,8 @@ struct proc {
 	uint32_t ud_received, ud_repeated;
 	uint64_t shadow[NRC];
 	int failures;
+	int first_failed; /* the QP of the first failure, or -1 */
+	pid_t peer_pid;
 	int wfd, rfd; /* pipes to the peer */
 	int peer_done;
 };
@@ -82,8 +91,43 @@ static uint8_t pattern(uint32_t qp, uint32_t seq, uint32_t i)
 
 static void fail(struct proc *p, const char *what, uint32_t qp, uint32_t a, uint32_t b)
 {
-	if (p->failures++ < 10)
+	if (p->failures++ == 0)
+		p->first_failed = (int)qp;
+	if (p->failures <= 10)
 		fprintf(stderr, "[%d] %s on qp %u: %u vs %u\n", getpid(), what, qp, a, b);
+}
+
+/* `uroce stat` (the command in UROCE, when set) of pid: its port's
+ * counters and QP qpn's. */
+static void show_stat(pid_t pid, int qpn)
+{
+	char cmd[512], line[2048], match[32];
+	FILE *f;
+
+	if (!getenv("UROCE"))
+		return;
+	snprintf(cmd, sizeof(cmd), "timeout 20 %s stat qp --pid %d; timeout 20 %s stat --pid %d",
+		 getenv("UROCE"), (int)pid, getenv("UROCE"), (int)pid);
+	snprintf(match, sizeof(match), "lqpn %d ", qpn);
+	f = popen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, match) || !strstr(line, "lqpn"))
+			fprintf(stderr, "[%d] %s", getpid(), line);
+	if (f)
+		pclose(f);
+}
+
+/* What both ends of the first QP that failed say of it, while both
+ * still live: a run that failed once in CI tells why (a peer out of
+ * reach for eight ACK timeouts, or PSNs that no longer meet). */
+static void show_failure(const struct proc *p)
+{
+	int i = p->first_failed;
+
+	if (i < 0)
+		return;
+	show_stat(getpid(), (int)p->qp[i]->qp_num);
+	show_stat(p->peer_pid, (int)p->peer.qpn[i]);
 }
 
 static uint8_t *rx_slot(struct proc *p, uint32_t qp, uint32_t i)
@@ -125,10 +169,17 @@ static void ud_sequence(struct proc *p, const struct hdr *h)
 /* Whether every message the peer sent on qp is in (lossy UD: at least
  * what the faults let through, less two points for chance: with the
  * suite's spec that is more than five standard deviations). */
+/* Under faults each datagram gets through with probability ud_share: the
+ * count received is binomial, and one four standard deviations short of
+ * its mean (1 in 30,000 by chance) means datagrams lost beyond the
+ * faults. A fixed 2% margin failed a run of 104 datagrams at 10% loss
+ * (87 received, 92.7 expected, 3.2 the deviation). */
 static int all_in(const struct proc *p, uint32_t qp)
 {
+	double mean = p->expect[UD] * ud_share;
+
 	if (lossy && qp == UD)
-		return p->ud_received >= (uint32_t)(p->expect[UD] * (ud_share - 0.02));
+		return p->ud_received + 4 * sqrt(mean * (1 - ud_share)) >= mean;
 	return p->got[qp] == p->expect[qp];
 }
 
@@ -279,7 +330,7 @@ static int setup(struct proc *p)
 	struct ibv_qp_cap cap = {
 	    .max_send_wr = 4, .max_recv_wr = DEPTH, .max_send_sge = 1, .max_recv_sge = 1};
 
-	p->ctx = open_dev("uroce0");
+	p->ctx = open_dev(getenv("STRESS_DEV") ? getenv("STRESS_DEV") : "uroce0");
 	if (!p->ctx)
 		return -1;
 	p->pd = ibv_alloc_pd(p->ctx);
@@ -319,17 +370,17 @@ static int exchange(struct proc *p)
 
 	for (uint32_t i = 0; i < NQP; i++)
 		me.qpn[i] = p->qp[i]->qp_num;
-	if (write(p->wfd, &me, sizeof(me)) != sizeof(me) ||
+	if (ibv_query_gid(p->ctx, 1, 0, &me.gid) || write(p->wfd, &me, sizeof(me)) != sizeof(me) ||
 	    read(p->rfd, &p->peer, sizeof(p->peer)) != sizeof(p->peer))
 		return -1;
 	for (uint32_t i = 0; i < NQP; i++) {
-		if (qp_connect(p->qp[i], p->peer.qpn[i], 7, 1))
+		if (qp_connect_to(p->qp[i], p->peer.qpn[i], 7, 1, &p->peer.gid))
 			return -1;
 		for (uint32_t s = 0; s < (i == UD ? UD_DEPTH : DEPTH); s++)
 			if (i < NRC || i == UD || s < 2) /* SRQ: 16 per QP in all */
 				post_rx(p, i, i == UD || i < NRC ? s : (i - NRC) * 2 + s);
 	}
-	ibv_query_gid(p->ctx, 1, 0, &aa.grh.dgid);
+	aa.grh.dgid = p->peer.gid;
 	p->ah = ibv_create_ah(p->pd, &aa);
 	/* Both sides ready before the first message. */
 	char c = 'r';
@@ -436,6 +487,7 @@ static void run(struct proc *p, uint32_t seed)
 	       "received and checked %u\n",
 	       getpid(), ops[OP_SEND], ops[OP_SRQ_SEND], ops[OP_UD_SEND], ops[OP_WRITE_READ],
 	       ops[OP_FETCH_ADD], got);
+	show_failure(p);
 	/* Stay until the peer has read our counters too. */
 	char c = 'd';
 	if (write(p->wfd, &c, 1) != 1)
@@ -458,10 +510,45 @@ static void teardown(struct proc *p)
 	free(p->mem);
 }
 
-static int side(int wfd, int rfd, uint32_t seed)
+/* STRESS_NETNS's n-th namespace (0 or 1), with its configuration; 0, or
+ * -1 when it cannot be joined. Without STRESS_NETNS, this one. */
+static int join_netns(int n)
+{
+	const char *list = getenv("STRESS_NETNS"), *comma;
+	char name[64], path[512];
+	int fd, rc;
+
+	if (!list)
+		return 0;
+	comma = strchr(list, ',');
+	if (!comma)
+		return -1;
+	if (n == 0)
+		snprintf(name, sizeof(name), "%.*s", (int)(comma - list), list);
+	else
+		snprintf(name, sizeof(name), "%s", comma + 1);
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = setns(fd, CLONE_NEWNET);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/%s.conf",
+		 getenv("STRESS_CONF_DIR") ? getenv("STRESS_CONF_DIR") : ".", name);
+	return rc || setenv("UROCE_CONFIG", path, 1);
+}
+
+static int side(int n, pid_t peer, int wfd, int rfd, uint32_t seed)
 {
 	static struct proc p;
 
+	p.first_failed = -1;
+	p.peer_pid = peer;
+	if (join_netns(n)) {
+		fprintf(stderr, "[%d] cannot join STRESS_NETNS's namespace %d: %s\n", getpid(), n,
+			strerror(errno));
+		return 1;
+	}
 	p.wfd = wfd;
 	p.rfd = rfd;
 	if (setup(&p) || exchange(&p)) {
@@ -496,8 +583,8 @@ int main(void)
 		return 1;
 	pid = fork();
 	if (pid == 0)
-		_exit(side(ba[1], ab[0], 0xc0ffee));
-	CHECK_EQ(side(ab[1], ba[0], 0xbeef), 0);
+		_exit(side(1, getppid(), ba[1], ab[0], 0xc0ffee));
+	CHECK_EQ(side(0, pid, ab[1], ba[0], 0xbeef), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	return check_report();

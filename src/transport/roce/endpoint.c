@@ -71,8 +71,58 @@ static int udp_socket(uint32_t addr)
 	return fd;
 }
 
+/* A socket that only sends, from an ephemeral port of addr that the
+ * kernel picks and keeps for it: one flow's UDP source port. */
+static int tx_socket(uint32_t addr, uint16_t *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int pmtu = IP_PMTUDISC_DO, small = 1, fd;
+
+	a.sin_addr.s_addr = addr;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	/* Nothing is sent to it: a datagram that is waits in a tiny buffer. */
+	if (setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(fd, (struct sockaddr *)&a, &len)) {
+		close(fd);
+		return -1;
+	}
+	*port = a.sin_port;
+	return fd;
+}
+
+static int tx_sockets_open(struct uro_wire_endpoint *w)
+{
+	for (int i = 0; i < URO_WIRE_TX_PORTS; i++) {
+		w->tx_fd[i] = tx_socket(w->addr, &w->tx_port[i]);
+		if (w->tx_fd[i] < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The sending socket of the packet whose BTH is at bth: its QP's for the
+ * QP's life (roce-wire.md: a flow's packets keep one source port, so that
+ * a network spreading flows over paths never reorders a QP's), as rxe
+ * picks a port by QPN. A connected QP's packets all go to one destination
+ * QP, which stands for it; a UD packet names its QP in its DETH. */
+static unsigned tx_index(const uint8_t *bth)
+{
+	const uint8_t *q = (bth[0] >> 5) == 3 /* UD */ ? bth + URO_ROCE_BTH_LEN + 4 : bth + 4;
+	uint32_t qpn = (uint32_t)q[1] << 16 | q[2] << 8 | q[3];
+
+	return (qpn * 2654435761u) >> 28; /* Knuth's multiplicative hash: 16 ports */
+}
+
 static void endpoint_free(struct uro_wire_endpoint *w)
 {
+	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
+		if (w->tx_fd[i] >= 0)
+			close(w->tx_fd[i]);
 	if (w->fd >= 0)
 		close(w->fd);
 	uro_relay_close(&w->relay);
@@ -96,6 +146,8 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 		return NULL;
 	pthread_mutex_init(&w->rx_lock, NULL);
 	w->fd = w->kick_fd = w->relay.lfd = w->relay.efd = -1;
+	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
+		w->tx_fd[i] = -1;
 	w->look_ns = URO_WIRE_LOOK_NS;
 	w->n = &ctx->self.hdr->counters;
 	w->rx = calloc(URO_WIRE_BATCH, sizeof(*w->rx));
@@ -112,7 +164,8 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	}
 	w->fd = udp_socket(w->addr);
 	w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->fd < 0 || w->kick_fd < 0 || uro_relay_open(&w->relay, ctx->slot.slot)) {
+	if (w->fd < 0 || w->kick_fd < 0 || tx_sockets_open(w) ||
+	    uro_relay_open(&w->relay, ctx->slot.slot)) {
 		int err = errno;
 
 		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s",
@@ -163,10 +216,12 @@ void uro_wire_header(struct uro_roce_packet *pkt, int code, uint32_t dest_qp, ui
 int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 		      const uint8_t *data, size_t len)
 {
+	unsigned tx = tx_index(data);
+
 	w->n->sent++;
-	if (sendto(w->fd, data, len, 0, (const struct sockaddr *)to, sizeof(*to)) >= 0) {
+	if (sendto(w->tx_fd[tx], data, len, 0, (const struct sockaddr *)to, sizeof(*to)) >= 0) {
 		if (w->pcap)
-			uro_pcap_packet(w->pcap, w->addr, htons(URO_ROCE_PORT), to->sin_addr.s_addr,
+			uro_pcap_packet(w->pcap, w->addr, w->tx_port[tx], to->sin_addr.s_addr, 0,
 					data, len);
 		return 0;
 	}
@@ -175,12 +230,27 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 	return errno == EAGAIN || errno == ENOBUFS ? 0 : errno;
 }
 
+/* The IPv4 and UDP headers in front of the packet, its ICRC behind. */
+static void finish(const struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+		   size_t tlen)
+{
+	uro_roce_ipv4_udp(buf, w->addr, to->sin_addr.s_addr,
+			  w->tx_port[tx_index(buf + URO_WIRE_HEAD)], tlen + URO_ROCE_ICRC_LEN);
+	uro_roce_icrc_put(buf, 20, URO_WIRE_HEAD + tlen);
+}
+
+void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+			 size_t tlen)
+{
+	finish(w, to, buf, tlen);
+	uro_pcap_packet(w->pcap, w->addr, w->tx_port[tx_index(buf + URO_WIRE_HEAD)],
+			to->sin_addr.s_addr, 0, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
+}
+
 int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 		  size_t tlen)
 {
-	uro_roce_ipv4_udp(buf, w->addr, to->sin_addr.s_addr, htons(URO_ROCE_PORT),
-			  tlen + URO_ROCE_ICRC_LEN);
-	uro_roce_icrc_put(buf, 20, URO_WIRE_HEAD + tlen);
+	finish(w, to, buf, tlen);
 	if (w->faults) {
 		uro_wire_faults_send(w, to, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
 		return 0;
@@ -232,13 +302,19 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 
 	uro_roce_ipv4_udp(buf, fh->src, fh->dst, fh->sport, tlen);
 	why = uro_roce_parse(buf, URO_WIRE_HEAD + tlen, &p);
+	/* Not uroce's ID 0 (Linux rxe numbers its packets): the one that
+	 * makes the ICRC right, if any (icrc.h). */
+	if (why == ROCE_BAD_ICRC &&
+	    !uro_roce_icrc_find_ipv4_id(&w->ids, buf, URO_WIRE_HEAD + tlen - URO_ROCE_ICRC_LEN))
+		why = uro_roce_parse(buf, URO_WIRE_HEAD + tlen, &p);
 	if (why == ROCE_OK && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
 		forward(w, p.dest_qp >> 12, buf + URO_WIRE_HEAD, tlen, fh);
 		return; /* its process traces and counts it */
 	}
 	w->n->received++;
 	if (w->pcap)
-		uro_pcap_packet(w->pcap, fh->src, fh->sport, fh->dst, buf + URO_WIRE_HEAD, tlen);
+		uro_pcap_packet(w->pcap, fh->src, fh->sport, fh->dst,
+				(uint16_t)(buf[4] << 8 | buf[5]), buf + URO_WIRE_HEAD, tlen);
 	if (why != ROCE_OK) {
 		w->n->dropped[why]++;
 		return;

@@ -1,8 +1,8 @@
 /* Where UROCE_FAULTS meets the packets (faults.h): every packet the
  * endpoint sends passes here when faults are set, and nothing else does:
- * without them uro_wire_send pays one branch. A packet held back (delay,
- * reorder) waits in a bounded queue, sent by the next send or progress
- * pass once due; when the queue is full, packets go at once. */
+ * without them uro_wire_send pays one branch. A packet held back waits,
+ * to be sent by the next send or progress pass once due: a delayed one in
+ * a FIFO, a reordered one until the next packet went. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,13 +10,13 @@
 #include "log.h"
 #include "wire.h"
 
-#define HELD_MAX 128
+#define DELAYED_MAX   128
+#define REORDERED_MAX 16
 /* A reordered packet goes after the next packet sent, or after this. */
 #define REORDER_MAX_NS (1000 * 1000ull)
 
 struct held {
-	uint64_t due;	/* 0: a free entry */
-	int after_next; /* reordered: goes right after the next packet */
+	uint64_t due; /* 0: a free reordered slot */
 	struct sockaddr_in to;
 	size_t len;
 	uint8_t data[URO_WIRE_BUF - URO_WIRE_HEAD];
@@ -28,7 +28,13 @@ struct uro_wire_faults {
 	uint64_t rng;
 	uint64_t first_due;  /* the earliest due among held, 0 none */
 	uint64_t first_sent; /* when the first packet went: stalls count from it */
-	struct held held[HELD_MAX];
+	/* Delayed packets leave in the order they came, as from a link's
+	 * queue: the jitter varies each one's wait, never their order (that
+	 * is the reorder fault's; a netem-like jitter that reordered every
+	 * burst would leave RC little but timeouts, IBTA 9.7.5.1.2). */
+	struct held delayed[DELAYED_MAX];
+	unsigned head, count;
+	struct held reordered[REORDERED_MAX];
 };
 
 int uro_wire_faults_open(const char *spec, const char *dev, struct uro_wire_faults **out)
@@ -64,7 +70,7 @@ void uro_wire_faults_free(struct uro_wire_faults *f)
 }
 
 /* A packet held back and due during a stall is lost with the others. */
-static void send_held(struct uro_wire_endpoint *w, struct held *h, uint64_t now)
+static void send_held(struct uro_wire_endpoint *w, const struct held *h, uint64_t now)
 {
 	struct uro_wire_faults *f = w->faults;
 
@@ -72,7 +78,51 @@ static void send_held(struct uro_wire_endpoint *w, struct held *h, uint64_t now)
 		w->n->injected_stall++;
 	else
 		uro_wire_transmit(w, &h->to, h->data, h->len);
-	h->due = 0;
+}
+
+static void store(struct held *h, const struct sockaddr_in *to, const uint8_t *data, size_t len,
+		  uint64_t due)
+{
+	h->due = due;
+	h->to = *to;
+	h->len = len;
+	memcpy(h->data, data, len);
+}
+
+/* The reordered packets go: a packet went (after_send), or they are due. */
+static void release_reordered(struct uro_wire_endpoint *w, uint64_t now, int after_send)
+{
+	for (int i = 0; i < REORDERED_MAX; i++) {
+		struct held *h = &w->faults->reordered[i];
+
+		if (h->due && (after_send || h->due <= now)) {
+			send_held(w, h, now);
+			h->due = 0;
+		}
+	}
+}
+
+static void send_oldest_delayed(struct uro_wire_endpoint *w, uint64_t now)
+{
+	struct uro_wire_faults *f = w->faults;
+
+	send_held(w, &f->delayed[f->head], now);
+	f->head = (f->head + 1) % DELAYED_MAX;
+	f->count--;
+	release_reordered(w, now, 1);
+}
+
+static uint64_t earliest_due(const struct uro_wire_faults *f)
+{
+	uint64_t first = f->count ? f->delayed[f->head].due : 0;
+
+	for (int i = 0; i < REORDERED_MAX; i++) {
+		uint64_t d = f->reordered[i].due;
+
+		if (d && (!first || d < first))
+			first = d;
+	}
+	return first;
 }
 
 /* Sends what is due (and, after a packet went, what waited for one);
@@ -80,45 +130,56 @@ static void send_held(struct uro_wire_endpoint *w, struct held *h, uint64_t now)
 static uint64_t release(struct uro_wire_endpoint *w, uint64_t now, int after_send)
 {
 	struct uro_wire_faults *f = w->faults;
-	uint64_t first = 0;
+	uint64_t first;
 
-	/* Nothing held, or nothing due and no packet just went: no scan of
-	 * the queue (128 entries a page apart) on every send. */
+	/* Nothing held, or nothing due and no packet just went: nothing to
+	 * scan on every send. */
 	if (!f->first_due || (!after_send && f->first_due > now))
 		return f->first_due;
-	for (int i = 0; i < HELD_MAX; i++) {
-		struct held *h = &f->held[i];
-
-		if (!h->due)
-			continue;
-		if (h->due <= now || (after_send && h->after_next))
-			send_held(w, h, now);
-		else if (!first || h->due < first)
-			first = h->due;
-	}
+	release_reordered(w, now, after_send);
+	while (f->count && f->delayed[f->head].due <= now)
+		send_oldest_delayed(w, now);
+	first = earliest_due(f);
 	__atomic_store_n(&f->first_due, first, __ATOMIC_RELAXED);
 	return first;
 }
 
-/* Keeps the packet until due; 0, or -1 when the queue is full. */
-static int hold(struct uro_wire_faults *f, const struct sockaddr_in *to, const uint8_t *data,
-		size_t len, uint64_t due, int after_next)
+static void note_due(struct uro_wire_faults *f, uint64_t due)
 {
-	for (int i = 0; i < HELD_MAX; i++) {
-		struct held *h = &f->held[i];
+	if (!f->first_due || due < f->first_due)
+		__atomic_store_n(&f->first_due, due, __ATOMIC_RELAXED);
+}
 
-		if (h->due)
+/* Holds the packet until the next one went; -1 when every slot is taken. */
+static int hold_reordered(struct uro_wire_faults *f, const struct sockaddr_in *to,
+			  const uint8_t *data, size_t len, uint64_t due)
+{
+	for (int i = 0; i < REORDERED_MAX; i++) {
+		if (f->reordered[i].due)
 			continue;
-		h->due = due;
-		h->after_next = after_next;
-		h->to = *to;
-		h->len = len;
-		memcpy(h->data, data, len);
-		if (!f->first_due || due < f->first_due)
-			__atomic_store_n(&f->first_due, due, __ATOMIC_RELAXED);
+		store(&f->reordered[i], to, data, len, due);
+		note_due(f, due);
 		return 0;
 	}
 	return -1;
+}
+
+/* Holds the packet until due, behind every packet delayed before it; a
+ * full queue sends its oldest early rather than break the order. */
+static void hold_delayed(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+			 const uint8_t *data, size_t len, uint64_t due, uint64_t now)
+{
+	struct uro_wire_faults *f = w->faults;
+
+	uint64_t youngest;
+
+	if (f->count == DELAYED_MAX)
+		send_oldest_delayed(w, now);
+	youngest = f->count ? f->delayed[(f->head + f->count - 1) % DELAYED_MAX].due : 0;
+	store(&f->delayed[(f->head + f->count) % DELAYED_MAX], to, data, len,
+	      due > youngest ? due : youngest);
+	f->count++;
+	note_due(f, f->delayed[f->head].due);
 }
 
 static uint64_t delay_of(struct uro_wire_faults *f)
@@ -158,16 +219,16 @@ static int inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uin
 		w->n->injected_dup++;
 	}
 	if (uro_faults_hit(&f->rng, s->reorder) &&
-	    !hold(f, to, data, len, now + REORDER_MAX_NS + delay_of(f), 1)) {
+	    !hold_reordered(f, to, data, len, now + REORDER_MAX_NS + delay_of(f))) {
 		w->n->injected_reorder++;
 		return 1;
 	}
 	d = delay_of(f);
-	if (d && !hold(f, to, data, len, now + d, 0)) {
-		w->n->injected_delay++;
-		return 1;
-	}
-	return 0;
+	if (!d)
+		return 0;
+	hold_delayed(w, to, data, len, now + d, now);
+	w->n->injected_delay++;
+	return 1;
 }
 
 void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,

@@ -10,7 +10,7 @@
  * Each packet this process sends is lost, corrupted (its ICRC, which the
  * receiver drops and counts), sent twice, held back behind later packets
  * (reorder), or delayed by delay plus or minus up to the jitter after ~
- * (or ±); rnr is the share of SENDs this process's RC responder answers
+ * (or ±), in order; rnr is the share of SENDs this process's RC responder answers
  * with an RNR NAK although a receive is posted. stall=T/P makes this
  * process a peer that stops answering: for the last T of every period P
  * (counted from its first packet) it sends nothing, so that its peers

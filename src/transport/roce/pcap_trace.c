@@ -129,7 +129,7 @@ static size_t snap_payload(uint8_t *buf, size_t len, uint32_t snap)
 {
 	struct uro_roce_packet p;
 	uint32_t src, dst;
-	uint16_t sport;
+	uint16_t sport, id;
 
 	if (uro_roce_parse(buf, len, &p) != ROCE_OK || p.payload_len <= snap)
 		return len;
@@ -138,13 +138,15 @@ static size_t snap_payload(uint8_t *buf, size_t len, uint32_t snap)
 	memcpy(&src, buf + 12, 4);
 	memcpy(&dst, buf + 16, 4);
 	memcpy(&sport, buf + 20, 2);
+	memcpy(&id, buf + 4, 2);
 	uro_roce_ipv4_udp(buf, src, dst, sport, len - URO_ROCE_IPV4_UDP_LEN);
+	memcpy(buf + 4, &id, 2);
 	buf[URO_ROCE_IPV4_UDP_LEN + 1] &= (uint8_t)~0x30; /* BTH PadCnt */
 	uro_roce_icrc_put(buf, 20, len - URO_ROCE_ICRC_LEN);
 	return len;
 }
 
-void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t dst,
+void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t dst, uint16_t id,
 		     const uint8_t *roce, size_t len)
 {
 	uint8_t buf[URO_ROCE_IPV4_UDP_LEN + URO_PCAP_MAX_ROCE];
@@ -159,6 +161,8 @@ void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t 
 	r.usec = (uint32_t)(now.tv_nsec / 1000);
 	r.orig_len = (uint32_t)(URO_ROCE_IPV4_UDP_LEN + len);
 	uro_roce_ipv4_udp(buf, src, dst, sport, len);
+	buf[4] = (uint8_t)(id >> 8);
+	buf[5] = (uint8_t)id;
 	memcpy(buf + URO_ROCE_IPV4_UDP_LEN, roce, len);
 	iov[1].iov_len = t->snap ? snap_payload(buf, r.orig_len, t->snap) : r.orig_len;
 	uro_roce_ipv4_checksum(buf);

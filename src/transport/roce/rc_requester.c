@@ -109,7 +109,12 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 /* A READ asks for at most a window of responses at a time: the rest in
  * further READ requests for the rest of the range, with the PSNs that
  * follow, as a retried READ asks for part of its range (IBTA 9.7.5.1.4);
- * all the responses at once would overflow this side's socket buffer. */
+ * all the responses at once would overflow this side's socket buffer.
+ * Asked again, a READ starts at its first missing response and ends where
+ * the request that response belonged to ended: the responder's expected
+ * PSN moved by whole requests, and each asked again is a duplicate to it.
+ * Asked again from the request's start, the 48 responses of a window at
+ * path MTU 1024 under 10% loss came whole once in about 160 tries. */
 static void send_read(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire_wqe *q,
 		      uint64_t len)
 {
@@ -117,7 +122,8 @@ static void send_read(struct uro_context *ctx, struct uro_qp *qp, struct uro_wir
 	uint32_t mtu = qp->wire->mtu;
 
 	while (q->tx < q->npsn) {
-		uint32_t n = q->npsn - q->tx < window(qp) ? q->npsn - q->tx : window(qp);
+		uint32_t to_end = window(qp) - q->tx % window(qp);
+		uint32_t n = q->npsn - q->tx < to_end ? q->npsn - q->tx : to_end;
 		uint64_t off = (uint64_t)q->tx * mtu;
 		struct uro_roce_packet pkt;
 
@@ -291,6 +297,20 @@ void uro_wire_fail(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_statu
 	uro_wire_retire(ctx, qp);
 }
 
+/* Where a message is sent again from: its first packet the responder has
+ * not acknowledged (IBTA 9.7: the PSN a NAK names, or the oldest
+ * unacknowledged one on a timeout); the responder keeps its place in the
+ * message meanwhile. From the start, a 64-packet WRITE under 10% loss
+ * sent its acknowledged packets again each round. */
+static uint32_t resume_at(const struct uro_qp_wire *wq, const struct uro_wire_wqe *q)
+{
+	int32_t d = uro_psn_diff((wq->acked + 1) & URO_PSN_MASK, q->psn);
+
+	if (d <= 0)
+		return 0;
+	return (uint32_t)d < q->npsn ? (uint32_t)d : q->npsn - 1;
+}
+
 void uro_wire_go_back(struct uro_context *ctx, struct uro_qp *qp)
 {
 	struct uro_qp_wire *wq = qp->wire;
@@ -299,16 +319,10 @@ void uro_wire_go_back(struct uro_context *ctx, struct uro_qp *qp)
 	wq->next = wq->head;
 	while (wq->next != wq->tail && uro_wire_at(wq, wq->next)->done)
 		wq->next++;
-	/* A READ asks again from the start of the request its first missing
-	 * response belongs to (IBTA 9.7.5.1.4), so that every request asked
-	 * again covers the PSNs it covered the first time: the responder
-	 * answers those as duplicates and its expected PSN stays right. The
-	 * rest start over. */
 	for (uint32_t i = wq->next; i != wq->tail; i++) {
 		struct uro_wire_wqe *q = uro_wire_at(wq, i);
 
-		q->got = q->kind == URO_OP_READ ? q->got - q->got % window(qp) : 0;
-		q->tx = q->got;
+		q->tx = q->kind == URO_OP_READ ? q->got : resume_at(wq, q);
 	}
 	wq->rd_out = 0;
 	wq->deadline = 0;
@@ -336,6 +350,7 @@ uint64_t uro_wire_qp_tick(struct uro_context *ctx, struct uro_qp *qp)
 		} else {
 			/* timeout 0 waits for ever (IBTA 9.7.6.1.3). */
 			forever = qp->attr.timeout == 0;
+			ctx->wire->n->ack_timeouts++;
 			if (!forever && wq->retry_left == 0) {
 				uro_wire_fail(ctx, qp, IBV_WC_RETRY_EXC_ERR);
 			} else {

@@ -15,20 +15,19 @@
 #define GRH_BYTES   40
 #define QKEY_USE_QP 0x80000000u /* IBTA 10.2.5: take the Q_Key from the QP */
 
-int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len)
+/* The datagram's packet in buf, addressed in *to: its length before the
+ * ICRC, or 0 when its payload cannot be read. */
+static size_t build(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		    const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len,
+		    uint8_t buf[URO_WIRE_BUF], struct sockaddr_in *to)
 {
-	struct uro_wire_endpoint *w = uro_wire_open(ctx);
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
-	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(URO_ROCE_PORT)};
-	uint8_t buf[URO_WIRE_BUF];
 	struct uro_roce_packet pkt;
 	struct iovec dst;
 	size_t tlen;
 
-	if (!w)
-		return IBV_WC_LOC_QP_OP_ERR;
-	memcpy(&to.sin_addr.s_addr, ah->grh.dgid.raw + 12, 4);
+	*to = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(URO_ROCE_PORT)};
+	memcpy(&to->sin_addr.s_addr, ah->grh.dgid.raw + 12, 4);
 	/* The AH's GID is IPv4 (it is on the wire) and uro_ud_send checked
 	 * the length against the MTU. */
 	uro_wire_header(&pkt, uro_wire_code(WIRE_SEND, WIRE_UD, WIRE_ONLY, op->imm ? HDR_IMMDT : 0),
@@ -43,9 +42,40 @@ int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ib
 	dst.iov_base = uro_wire_payload(buf, &pkt);
 	dst.iov_len = len;
 	if (len && uro_remote_copy(&ctx->self, 0, &dst, 1, liov, nl, len, NULL))
+		return 0;
+	return tlen;
+}
+
+int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len)
+{
+	struct uro_wire_endpoint *w = uro_wire_open(ctx);
+	uint8_t buf[URO_WIRE_BUF];
+	struct sockaddr_in to;
+	size_t tlen;
+
+	if (!w)
+		return IBV_WC_LOC_QP_OP_ERR;
+	tlen = build(ctx, qp, wr, ah, liov, nl, len, buf, &to);
+	if (!tlen)
 		return IBV_WC_LOC_PROT_ERR;
 	uro_wire_send(w, &to, buf, tlen);
 	return IBV_WC_SUCCESS;
+}
+
+void uro_wire_ud_trace(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		       const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	uint8_t buf[URO_WIRE_BUF];
+	struct sockaddr_in to;
+	size_t tlen;
+
+	if (!w || !w->pcap)
+		return;
+	tlen = build(ctx, qp, wr, ah, liov, nl, len, buf, &to);
+	if (tlen)
+		uro_wire_trace_sent(w, &to, buf, tlen);
 }
 
 void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,

@@ -15,6 +15,7 @@
 #include "relay.h"
 #include "cq_ring.h"
 #include "faults.h"
+#include "icrc.h"
 #include "pcap_trace.h"
 #include "recv_queue.h"
 #include "segment_ops.h"
@@ -39,13 +40,18 @@
 
 struct uro_wire_faults;
 
+/* Sending sockets: the UDP source ports a QP's packets may come from. */
+#define URO_WIRE_TX_PORTS 16
+
 /* One per context with a QP on the wire. */
 struct uro_wire_endpoint {
-	int fd;			     /* UDP, the link's IPv4 address, port 4791, SO_REUSEADDR */
-	struct uro_wire_relay relay; /* packets for and from the host's other processes */
-	int kick_fd;		     /* eventfd: wakes the progress thread */
-	uint32_t addr;		     /* the link's IPv4 address, network order */
-	pthread_mutex_t rx_lock;     /* one receiver at a time: the responders' state */
+	int fd;			      /* UDP, the link's IPv4 address, port 4791, SO_REUSEADDR */
+	int tx_fd[URO_WIRE_TX_PORTS]; /* UDP, the same address, ports the kernel chose */
+	uint16_t tx_port[URO_WIRE_TX_PORTS]; /* theirs, network order */
+	struct uro_wire_relay relay;	     /* packets for and from the host's other processes */
+	int kick_fd;			     /* eventfd: wakes the progress thread */
+	uint32_t addr;			     /* the link's IPv4 address, network order */
+	pthread_mutex_t rx_lock;	     /* one receiver at a time: the responders' state */
 	uint8_t (*rx)[URO_WIRE_BUF];
 	uint8_t tx[URO_WIRE_BUF]; /* the responders' packets, under rx_lock */
 	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
@@ -55,6 +61,7 @@ struct uro_wire_endpoint {
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
 	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
 	struct uro_seg_counters *n;	/* in the segment: `uroce stat` reads them */
+	struct uro_icrc_id_cache ids;	/* received packets' IPv4 IDs, under rx_lock */
 };
 
 /* A send WQE on the wire: transmitted, then kept until acknowledged. */
@@ -107,7 +114,8 @@ struct uro_qp_wire {
 	uint64_t deadline;	   /* the ACK timer of the oldest unacknowledged; 0 off */
 	int rnr_wait;		   /* the deadline is an RNR NAK's timer */
 	unsigned retry_left, rnr_left;
-	unsigned rd_out; /* READ and atomic requests sent, not answered */
+	unsigned rd_out;   /* READ and atomic requests sent, not answered */
+	uint32_t read_gap; /* 1 + the READ response PSN last asked again at once */
 	uint8_t tx[URO_WIRE_BUF];
 	/* responder */
 	struct uro_wire_rq rq;
@@ -117,6 +125,8 @@ struct uro_qp_wire {
  * this network namespace stays local unless this process takes the wire
  * to all (uro_wire_forced). */
 int uro_wire_gid_is_remote(const union ibv_gid *gid);
+/* Whether the GID is an IPv4 address of this network namespace. */
+int uro_wire_gid_is_own(const union ibv_gid *gid);
 /* Whether this process's QPs take the wire path to every peer. */
 int uro_wire_forced(void);
 /* Whether a connected QP to (gid, dest_qpn) takes the wire path: a remote
@@ -134,6 +144,9 @@ void uro_wire_kick(struct uro_context *ctx);
  * at buf + URO_WIRE_HEAD, adding its ICRC. 0 or an errno. */
 int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 		  size_t tlen);
+/* The same packet written to the trace (w->pcap) only, as if sent. */
+void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+			 size_t tlen);
 /* Puts a finished packet (transport bytes and ICRC) on the socket. */
 int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 		      const uint8_t *data, size_t len);
@@ -196,6 +209,11 @@ void uro_wire_complete(struct uro_context *ctx, struct uro_qp *qp,
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp,
 		      const struct uro_roce_packet *pkt);
 /* ud.c */
+/* A datagram that went over shared memory, written to this process's
+ * trace as the packet the wire would have carried. */
+void uro_wire_ud_trace(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		       const struct ibv_ah_attr *ah, const struct iovec *liov, int nl,
+		       uint64_t len);
 int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len);
 void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,

@@ -38,16 +38,21 @@ static int is_own_address(uint32_t addr)
 	return own;
 }
 
-int uro_wire_gid_is_remote(const union ibv_gid *gid)
+int uro_wire_gid_is_own(const union ibv_gid *gid)
 {
 	uint32_t addr;
 
 	if (!uro_gid_is_ipv4_mapped(gid))
 		return 0;
-	if (uro_wire_forced())
-		return 1;
 	memcpy(&addr, gid->raw + 12, 4);
-	return !is_own_address(addr);
+	return is_own_address(addr);
+}
+
+int uro_wire_gid_is_remote(const union ibv_gid *gid)
+{
+	if (!uro_gid_is_ipv4_mapped(gid))
+		return 0;
+	return uro_wire_forced() || !uro_wire_gid_is_own(gid);
 }
 
 int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_t dest_qpn)
