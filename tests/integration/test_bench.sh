@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run's harness, in its seconds-long --smoke mode: every program it
 # drives (perftest under uroce, ucx_perftest, sockperf, iperf3, the copy and
-# registration programs, the build without counters) must give a figure,
+# registration programs, the build without counters, both sides of a veth
+# between two network namespaces) must give a figure,
 # and the report and its plots must be written. The figures themselves are not judged: speed is held by
 # the benchmark's report, not by tests.
 . "$(dirname "$0")/lib.sh"
@@ -24,6 +25,14 @@ done
 expect_match "$report" '^\| uncounted \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what the counters cost, beside a build without them"
 expect_match "$report" '^\| traced \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what tracing costs"
 expect_match "$report" '^\| 2 B \| [0-9.]+ \| [0-9.e-]+ \(×[0-9.]+\) \| [0-9.e-]+ \(×' "uroce beside its baselines, with ratios"
+# Two hosts over a veth (root: CI), every cell of both MTUs a figure, and
+# issue 10's three targets judged.
+if [ "$(id -u)" -eq 0 ]; then
+	for m in 1500 9000; do
+		expect_match "$report" "^\| $m( \| [0-9.e+-]+ / [0-9.e+-]+){8} \|$" "the veth at MTU $m: uroce and TCP"
+	done
+	expect_match "$report" '^\| `ib_write_bw` 64 KiB ≥ 1.0 × iperf3.*(met|\*\*missed\*\*) .*(met|\*\*missed\*\*)' "the veth bandwidth target is judged"
+fi
 for p in latency-write latency-send latency-read bandwidth-write bandwidth-send bandwidth-read reg-mr; do
 	if head -c 8 "$dir/plots/$p.png" 2>/dev/null | grep -q PNG; then ok; else bad "plot $p.png"; fi
 done
