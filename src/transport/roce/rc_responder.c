@@ -261,7 +261,9 @@ static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
 		uint8_t pos = uro_wire_place(i, n);
 		uint32_t off = i * mtu, plen = len - off < mtu ? len - off : mtu;
 		struct uro_roce_packet resp;
-		struct iovec src = {(char *)whole.iov_base + off, plen}, dst;
+		/* A zero-length READ names no memory (C9-88): no address to
+		 * offset, not even NULL's. */
+		struct iovec src = {plen ? (char *)whole.iov_base + off : NULL, plen}, dst;
 		size_t tlen;
 
 		uro_wire_header(&resp, uro_wire_code(WIRE_READ_RESP, WIRE_RC, pos, 0),
