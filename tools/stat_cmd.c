@@ -31,7 +31,7 @@ struct stat_args {
 	const char *dev;
 };
 
-/* One process's segment on the device, attached for reading. */
+/* One process's segment on the device, mapped read-only. */
 struct owner {
 	struct uro_peer peer;
 	struct uro_slot_record rec;
@@ -79,7 +79,7 @@ static int next_owner(unsigned *slot, const char *dev, long pid, struct owner *o
 			continue;
 		/* Zeroed: a fresh mapping, never one over a previous owner's. */
 		memset(&o->peer, 0, sizeof(o->peer));
-		if (uro_peer_attach(&o->peer, NULL, *slot) == 0)
+		if (uro_peer_observe(&o->peer, NULL, *slot) == 0)
 			return 1;
 	}
 	return 0;

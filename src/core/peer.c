@@ -101,7 +101,7 @@ static void retire_pipes(struct uro_peer *p)
 		close(null);
 }
 
-int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot)
+static int attach(struct uro_peer *p, const char *registry_dir, unsigned slot, int prot)
 {
 	struct uro_slot_record rec;
 	size_t size = uro_seg_size();
@@ -122,8 +122,8 @@ int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot)
 	/* Over the old mapping when there is one: a thread still acting on
 	 * the previous owner then reads the new tables (every index in them
 	 * is checked at use), never an unmapped page. */
-	base = mmap(fixed ? p->base : NULL, size, PROT_READ | PROT_WRITE,
-		    MAP_SHARED | (fixed ? MAP_FIXED : 0), fd, 0);
+	base =
+	    mmap(fixed ? p->base : NULL, size, prot, MAP_SHARED | (fixed ? MAP_FIXED : 0), fd, 0);
 	close(fd);
 	if (base == MAP_FAILED)
 		return -errno;
@@ -140,6 +140,16 @@ int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot)
 	set_tables(p);
 	__atomic_store_n(&p->dead, 0, __ATOMIC_RELEASE);
 	return 0;
+}
+
+int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot)
+{
+	return attach(p, registry_dir, slot, PROT_READ | PROT_WRITE);
+}
+
+int uro_peer_observe(struct uro_peer *p, const char *registry_dir, unsigned slot)
+{
+	return attach(p, registry_dir, slot, PROT_READ);
 }
 
 void uro_peer_detach(struct uro_peer *p)

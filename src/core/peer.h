@@ -43,6 +43,9 @@ struct uro_peer {
  * replaces the previous one in place, at the same address (the slot may
  * have a new owner, and other threads may still hold p). */
 int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot);
+/* The same, mapped read-only, for a reader that never writes (`uroce
+ * stat`): a mistake of its cannot change a running program's segment. */
+int uro_peer_observe(struct uro_peer *p, const char *registry_dir, unsigned slot);
 void uro_peer_self(struct uro_peer *p, struct uro_segment *own, unsigned slot);
 void uro_peer_detach(struct uro_peer *p);
 

@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +110,49 @@ static void test_forged_header(void)
 	uro_registry_release(&slot);
 }
 
+/* The permissions of the mapping at base, from /proc/self/maps ("r--s"). */
+static void mapping_perms(const void *base, char perms[5])
+{
+	char line[512], want[32];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	snprintf(want, sizeof(want), "%lx-", (unsigned long)(uintptr_t)base);
+	strcpy(perms, "none");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, want, strlen(want)))
+			sscanf(strchr(line, ' ') + 1, "%4s", perms);
+	if (f)
+		fclose(f);
+}
+
+/* A reader (`uroce stat`) maps a peer's segment read-only; a data-path
+ * peer maps it read-write. */
+static void test_observe(void)
+{
+	struct uro_segment seg;
+	struct uro_slot slot;
+	struct uro_slot_record rec = {.pid = getpid(), .uid = (uint32_t)getuid()};
+	struct uro_peer peer;
+	char perms[5];
+
+	CHECK_EQ(publish(&slot, &rec), 0);
+	CHECK_EQ(uro_segment_create(&seg, slot.slot), 0);
+	rec.seg_fd = seg.fd;
+	rec.seg_size = seg.size;
+	CHECK_EQ(uro_registry_publish(&slot, &rec), 0);
+	CHECK_EQ(uro_peer_observe(&peer, dir, slot.slot), 0);
+	mapping_perms(peer.base, perms);
+	CHECK_STR(perms, "r--s");
+	CHECK_EQ(peer.hdr->slot, slot.slot);
+	uro_peer_detach(&peer);
+	CHECK_EQ(uro_peer_attach(&peer, dir, slot.slot), 0);
+	mapping_perms(peer.base, perms);
+	CHECK_STR(perms, "rw-s");
+	uro_peer_detach(&peer);
+	uro_segment_destroy(&seg);
+	uro_registry_release(&slot);
+}
+
 /* A genuine segment is believed; an index or a ring offset read from it
  * that points outside is refused before use. */
 static void test_checked_indices(void)
@@ -186,6 +232,7 @@ int main(void)
 		return 1;
 	test_forged_header();
 	test_checked_indices();
+	test_observe();
 	test_forged_uid();
 	{
 		char path[64];
