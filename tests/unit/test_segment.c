@@ -110,6 +110,18 @@ static void test_forged_header(void)
 	uro_registry_release(&slot);
 }
 
+/* A genuine segment of this process, published in a slot of dir. */
+static void publish_segment(struct uro_slot *slot, struct uro_segment *seg)
+{
+	struct uro_slot_record rec = {.pid = getpid(), .uid = (uint32_t)getuid()};
+
+	CHECK_EQ(publish(slot, &rec), 0);
+	CHECK_EQ(uro_segment_create(seg, slot->slot), 0);
+	rec.seg_fd = seg->fd;
+	rec.seg_size = seg->size;
+	CHECK_EQ(uro_registry_publish(slot, &rec), 0);
+}
+
 /* The permissions of the mapping at base, from /proc/self/maps ("r--s"). */
 static void mapping_perms(const void *base, char perms[5])
 {
@@ -131,15 +143,10 @@ static void test_observe(void)
 {
 	struct uro_segment seg;
 	struct uro_slot slot;
-	struct uro_slot_record rec = {.pid = getpid(), .uid = (uint32_t)getuid()};
 	struct uro_peer peer;
 	char perms[5];
 
-	CHECK_EQ(publish(&slot, &rec), 0);
-	CHECK_EQ(uro_segment_create(&seg, slot.slot), 0);
-	rec.seg_fd = seg.fd;
-	rec.seg_size = seg.size;
-	CHECK_EQ(uro_registry_publish(&slot, &rec), 0);
+	publish_segment(&slot, &seg);
 	CHECK_EQ(uro_peer_observe(&peer, dir, slot.slot), 0);
 	mapping_perms(peer.base, perms);
 	CHECK_STR(perms, "r--s");
@@ -159,14 +166,9 @@ static void test_checked_indices(void)
 {
 	struct uro_segment seg;
 	struct uro_slot slot;
-	struct uro_slot_record rec = {.pid = getpid(), .uid = (uint32_t)getuid()};
 	struct uro_peer peer;
 
-	CHECK_EQ(publish(&slot, &rec), 0);
-	CHECK_EQ(uro_segment_create(&seg, slot.slot), 0);
-	rec.seg_fd = seg.fd;
-	rec.seg_size = seg.size;
-	CHECK_EQ(uro_registry_publish(&slot, &rec), 0);
+	publish_segment(&slot, &seg);
 	CHECK_EQ(uro_peer_attach(&peer, dir, slot.slot), 0);
 	CHECK(uro_peer_cq(&peer, URO_MAX_CQ) == NULL);
 	CHECK(uro_peer_srq(&peer, 0) == NULL);

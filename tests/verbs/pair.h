@@ -66,6 +66,7 @@ static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t 
 {
 	struct ibv_qp_attr a;
 	int ud = qp->qp_type == IBV_QPT_UD;
+	const char *pair_mtu = getenv("PAIR_MTU");
 	/* XRC's halves take the attributes of the side they have (IBTA A14). */
 	int xrc_ini = qp->qp_type == IBV_QPT_XRC_SEND, xrc_tgt = qp->qp_type == IBV_QPT_XRC_RECV;
 	int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -95,8 +96,8 @@ static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t 
 		/* 4096 on lo; a veth's 1500 bytes take 1024. PAIR_MTU (bytes)
 		 * sets a smaller one. */
 		a.path_mtu = ibv_query_port(qp->context, 1, &port) ? IBV_MTU_1024 : port.active_mtu;
-		for (int m = IBV_MTU_256; getenv("PAIR_MTU") && m <= IBV_MTU_4096; m++)
-			if (atoi(getenv("PAIR_MTU")) == 128 << m)
+		for (int m = IBV_MTU_256; pair_mtu && m <= IBV_MTU_4096; m++)
+			if (atoi(pair_mtu) == 128 << m)
 				a.path_mtu = (enum ibv_mtu)m;
 		a.dest_qp_num = remote_qpn;
 		a.max_dest_rd_atomic = 4;
