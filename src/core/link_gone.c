@@ -22,7 +22,7 @@ unsigned uro_link_gone_notify(const char *device)
 		/* Another user's process cannot be reached, as for any request:
 		 * it learns of the change when it next opens the device. */
 		memset(&p, 0, sizeof(p));
-		if (uro_peer_attach(&p, NULL, owners[i].slot))
+		if (uro_peer_observe(&p, NULL, owners[i].slot))
 			continue;
 		uro_raise_event(&p, IBV_EVENT_DEVICE_FATAL, 0, 0, 0);
 		uro_peer_detach(&p);

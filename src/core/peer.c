@@ -101,6 +101,16 @@ static void retire_pipes(struct uro_peer *p)
 		close(null);
 }
 
+/* Whether rec, slot's live record in this user's registry, is one the
+ * data path may follow: cross-memory attach serves only this network
+ * namespace, whose addresses the shared-memory path stands for (a process
+ * elsewhere is reached over the wire). A reader may look at any. */
+static int reachable(const char *dir, unsigned slot, struct uro_slot_record *rec, int prot)
+{
+	return uro_registry_lookup(dir, slot, rec) == 1 && rec->magic == URO_REGISTRY_MAGIC &&
+	       (!(prot & PROT_WRITE) || rec->netns == uro_registry_netns());
+}
+
 static int attach(struct uro_peer *p, const char *registry_dir, unsigned slot, int prot)
 {
 	struct uro_slot_record rec;
@@ -114,7 +124,7 @@ static int attach(struct uro_peer *p, const char *registry_dir, unsigned slot, i
 		pthread_mutex_init(&p->fds_lock, NULL);
 	}
 	p->slot = slot;
-	if (uro_registry_lookup(registry_dir, slot, &rec) != 1 || rec.magic != URO_REGISTRY_MAGIC)
+	if (!reachable(registry_dir, slot, &rec, prot))
 		return -ESRCH;
 	err = open_segment(&rec, &fd);
 	if (err)

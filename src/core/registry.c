@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,36 +22,34 @@ const char *uro_registry_dir(const char *dir)
 	return env && *env ? env : "/dev/shm";
 }
 
-/* The registry is shared by every user, so anyone may have made what is
- * at its path: a link to a file of ours, a FIFO, a file of theirs. Links
- * are never followed, only a plain world-writable file with one name is
- * used, and only a file this call created is chmodded (umask must not
- * narrow it). */
+/* The file is this user's, in a directory every user may write (sticky
+ * /dev/shm), so another user may have put something at its path first: a
+ * link to a file of ours, a FIFO, a file of theirs. Links are never
+ * followed, and only a plain file of ours with one name, open to nobody
+ * else, is used. What another user planted there denies this user its
+ * device, with this message, and is left as it was. */
 static int open_registry(const char *dir, int flags)
 {
 	char path[4096];
 	struct stat st;
+	uid_t me = geteuid();
 	int fd = -1;
 
-	snprintf(path, sizeof(path), "%s/uroce-registry", uro_registry_dir(dir));
+	snprintf(path, sizeof(path), "%s/uroce-registry-%u", uro_registry_dir(dir), (unsigned)me);
 	if (flags & O_CREAT) {
-		fd = open(path, flags | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-		if (fd >= 0) {
-			(void)fchmod(fd, 0666);
+		fd = open(path, flags | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
 			return fd;
-		}
-		if (errno != EEXIST)
-			return -1;
 	}
 	fd = open(path, (flags & ~O_CREAT) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 && errno != ELOOP)
+	if (fd < 0 && errno != ELOOP && errno != EACCES)
 		return -1;
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-	    (st.st_mode & 07777) != 0666) {
+	    st.st_uid != me || (st.st_mode & 0077)) {
 		if (fd >= 0)
 			close(fd);
-		uro_warn("%s is not a registry uroce can trust (a link, not a plain file, or not "
-			 "world-writable 0666); remove it, or set UROCE_RUNTIME_DIR",
+		uro_warn("%s is not a registry uroce can trust (a link, not a plain file, not this "
+			 "user's, or open to others); remove it, or set UROCE_RUNTIME_DIR",
 			 path);
 		errno = EPERM;
 		return -1;
@@ -69,25 +68,94 @@ static struct flock record_lock(short type, unsigned slot)
 	return fl;
 }
 
+/* Names are per registry directory, so that two registries (tests, or a
+ * user's own UROCE_RUNTIME_DIR) number their slots apart, as they always
+ * did. */
+socklen_t uro_registry_slot_name(const char *dir, unsigned slot, struct sockaddr_un *a)
+{
+	struct stat st;
+	int n;
+
+	if (stat(uro_registry_dir(dir), &st))
+		return 0;
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "uroce-%llx:%llx-slot-%u",
+		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, slot);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* A socket bound to slot's name, or -1 (EADDRINUSE: somebody holds it).
+ * SOCK_SEQPACKET, as the wire's relay listens on it (relay.h). */
+static int bind_slot(const char *dir, unsigned slot)
+{
+	struct sockaddr_un a;
+	socklen_t len = uro_registry_slot_name(dir, slot, &a);
+	int fd;
+
+	if (!len)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, len)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+int uro_registry_held(const char *dir, unsigned slot)
+{
+	int fd = bind_slot(dir, slot);
+
+	if (fd >= 0)
+		close(fd); /* it was free: let it go at once */
+	return fd < 0 && errno == EADDRINUSE;
+}
+
+/* The slot must be free both in this user's file (a process of ours in
+ * another network namespace may hold it) and among every user here. */
+static int take(int fd, const char *dir, unsigned slot, struct uro_slot *s)
+{
+	struct flock fl = record_lock(F_WRLCK, slot);
+
+	if (fcntl(fd, F_OFD_SETLK, &fl))
+		return errno == EAGAIN || errno == EACCES ? 1 : -1;
+	s->sock = bind_slot(dir, slot);
+	if (s->sock >= 0) {
+		s->fd = fd;
+		s->slot = slot;
+		return 0;
+	}
+	if (errno != EADDRINUSE)
+		return -1;
+	fl = record_lock(F_UNLCK, slot);
+	(void)fcntl(fd, F_OFD_SETLK, &fl);
+	return 1;
+}
+
 int uro_registry_claim(const char *dir, struct uro_slot *s)
 {
 	int fd = open_registry(dir, O_RDWR | O_CREAT);
+	int rc = 1;
 
 	if (fd < 0)
 		return -1;
-	for (unsigned slot = 1; slot < URO_MAX_SLOTS; slot++) {
-		struct flock fl = record_lock(F_WRLCK, slot);
-
-		if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
-			s->fd = fd;
-			s->slot = slot;
-			return 0;
-		}
-		if (errno != EAGAIN && errno != EACCES)
-			break;
+	for (unsigned slot = 1; slot < URO_MAX_SLOTS && rc == 1; slot++)
+		rc = take(fd, dir, slot, s);
+	if (rc == 0)
+		return 0;
+	if (rc == 1) {
+		uro_warn("no free uroce slot: all %u of this network namespace are held "
+			 "(`uroce stat` lists this user's processes)",
+			 URO_MAX_SLOTS - 1);
+		errno = ENOSPC;
 	}
+	rc = errno;
 	close(fd);
-	errno = errno == EAGAIN || errno == EACCES ? ENOSPC : errno;
+	errno = rc;
 	return -1;
 }
 
@@ -107,7 +175,8 @@ void uro_registry_release(struct uro_slot *s)
 	memset(&empty, 0, sizeof(empty));
 	(void)uro_registry_publish(s, &empty);
 	close(s->fd); /* drops the lock */
-	s->fd = -1;
+	close(s->sock);
+	s->fd = s->sock = -1;
 }
 
 int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *rec)
@@ -130,6 +199,13 @@ int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *
 		memset(rec, 0, sizeof(*rec));
 	close(fd);
 	return live;
+}
+
+uint64_t uro_registry_netns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/net", &st) ? 0 : (uint64_t)st.st_ino;
 }
 
 /* The live owners of records naming device, read in runs of records with

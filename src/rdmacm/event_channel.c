@@ -29,12 +29,18 @@ URO_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct uro_cm_channel *c = (struct uro_cm_channel *)channel;
 
+	/* Under the lock: a program may still have a thread in
+	 * rdma_get_cm_event (rping's CM thread is never joined), which must
+	 * then find the queue empty, not half freed. */
+	pthread_mutex_lock(&c->lock);
 	while (c->head) {
 		struct uro_cm_event *e = c->head;
 
 		c->head = e->next;
 		free(e);
 	}
+	c->tail = NULL;
+	pthread_mutex_unlock(&c->lock);
 	close(c->ch.fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -111,6 +117,10 @@ URO_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 			return -1; /* errno from read: EAGAIN on a non-blocking fd */
 		pthread_mutex_lock(&c->lock);
 		e = c->head;
+		if (!e) { /* the channel is being destroyed under us */
+			pthread_mutex_unlock(&c->lock);
+			return uro_cm_err(ENODEV);
+		}
 		c->head = e->next;
 		if (!c->head)
 			c->tail = NULL;

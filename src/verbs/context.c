@@ -19,9 +19,9 @@ static int publish(struct uro_context *ctx)
 	memset(&rec, 0, sizeof(rec));
 	rec.magic = URO_REGISTRY_MAGIC;
 	rec.pid = (int32_t)getpid();
-	rec.uid = (uint32_t)getuid();
 	rec.seg_fd = ctx->seg.fd;
 	rec.seg_size = ctx->seg.size;
+	rec.netns = uro_registry_netns();
 	snprintf(rec.device, sizeof(rec.device), "%s", ctx->dev->link.name);
 	return uro_registry_publish(&ctx->slot, &rec);
 }
@@ -83,8 +83,12 @@ static void context_free(struct uro_context *ctx)
 	uro_segment_destroy(&ctx->seg);
 	if (owned_here(ctx))
 		uro_registry_release(&ctx->slot);
-	else if (ctx->slot.fd >= 0)
-		close(ctx->slot.fd); /* the lock is the open file's: the parent keeps it */
+	else if (ctx->slot.fd >= 0) {
+		/* The lock is the open file's and the name the socket's: the
+		 * parent keeps both. */
+		close(ctx->slot.fd);
+		close(ctx->slot.sock);
+	}
 	if (ctx->vctx.context.cmd_fd >= 0)
 		close(ctx->vctx.context.cmd_fd);
 	pthread_mutex_destroy(&ctx->peers_lock);
@@ -156,7 +160,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c = &ctx->vctx.context;
 	ctx->dev = dev;
 	ctx->owner_pid = getpid();
-	ctx->slot.fd = -1;
+	ctx->slot.fd = ctx->slot.sock = -1;
 	ctx->seg.fd = -1;
 	ctx->async_wfd = ctx->async_rfd = ctx->netlink_fd = -1;
 	c->async_fd = -1;

@@ -384,6 +384,11 @@ static int peer_check(struct uro_context *ctx, struct ibv_qp *qp, const struct i
 		return 0;
 	if (uro_peer_of(ctx, a->dest_qp_num, &err))
 		return 0;
+	/* A slot held here that no process of ours holds is another user's
+	 * (registry.h); asked here, not on every attach that fails. */
+	if (err == ESRCH &&
+	    uro_registry_held(NULL, (a->dest_qp_num & 0xffffff) >> URO_QPN_INDEX_BITS))
+		err = EACCES;
 	if (err == EACCES) {
 		uro_warn("QP 0x%06x: the process owning QP 0x%06x belongs to another user; "
 			 "cross-memory attach cannot reach it",
@@ -442,10 +447,16 @@ static int wire_transition(struct uro_context *ctx, struct uro_qp *qp, int attac
 	if (qp->wire && cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
 		uro_wire_qp_rts(qp);
 	if (qp->wire && next == IBV_QPS_RESET) {
-		int locked = uro_mt_lock(&qp->sq_lock);
+		/* The responder's state is the receiver's: not while a batch
+		 * holds a WRITE run's key in it (rc_responder.c). rx_lock
+		 * before sq_lock, as the completer takes them. */
+		int locked;
 
+		pthread_mutex_lock(&ctx->wire->rx_lock);
+		locked = uro_mt_lock(&qp->sq_lock);
 		uro_wire_qp_reset(qp);
 		uro_mt_unlock(&qp->sq_lock, locked);
+		pthread_mutex_unlock(&ctx->wire->rx_lock);
 	}
 	return 0;
 }

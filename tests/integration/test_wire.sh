@@ -179,6 +179,30 @@ expect_match "$(cat "$dir/out.srv" "$dir/out.cli")" 'transport retry counter exc
 	bad "a 3 s outage: the first side ended ${OUTAGE_MS:-never} ms after the link went down"
 echo "a 3 s outage: the first side ended ${OUTAGE_MS} ms after the link went down"
 
+# A responder that answers every request with a PSN sequence error NAK at
+# the same PSN (nak_peer.py in a, playing ibv_rc_pingpong's server): the
+# requester spends its retry count, 1 + retry_cnt 7 = 8 transmissions of
+# its one-packet SEND, each NAKed, and ends in RETRY_EXC_ERR, as a NIC
+# would. Before, each NAK was a free retransmission and the client never
+# ended. nak_peer COPIES: each NAK sent that many times, as a duplicating
+# network would; a copy is not paid for again (twice as many NAKs for the
+# same 8 transmissions; when copies were paid, 5% duplication ran the
+# budget out under verbs_stress_faults_heavy once).
+nak_run() { # COPIES NAKS
+	port=$((port + 1))
+	timeout $T ip netns exec $a /usr/bin/python3 "$(dirname "$0")/nak_peer.py" $net.1 $port 200 $1 \
+		>"$dir/nak.out" 2>&1 &
+	local nak=$!
+	wait_listen $port
+	out=$(T=10 in_ns $b ibv_rc_pingpong -d roce1 -g 0 -s 64 -p $port $net.1 2>&1)
+	expect_status 1 $? "NAKed for ever (x$1): the client ends, with an error"
+	expect_match "$out" 'transport retry counter exceeded \(12\)' "NAKed for ever (x$1): RETRY_EXC_ERR"
+	wait $nak
+	expect_match "$(cat "$dir/nak.out")" "^$2 sequence error NAKs sent\$" "NAKed for ever (x$1): $2 NAKs"
+}
+nak_run 1 8
+nak_run 2 16
+
 # Every RC operation exactly once between the two "hosts" under the
 # issue's faults (issue 12 scope 3 on the wire between namespaces, path
 # MTU 1024): the stress program, a process in each namespace, every byte

@@ -195,6 +195,57 @@ static void test_inline_and_sge_lists(void)
 	CHECK(memcmp(B.buf + 500, "a needs no memory region", 24) == 0);
 }
 
+/* A WRITE gathered from SGEs of odd sizes, and a READ scattered over
+ * others, each many packets long: on the wire their packets are copied
+ * and sent in bursts (rc_requester.c, rc_responder.c) whose bounds fall
+ * anywhere in an SGE. Every byte lands where the lists say. */
+static void test_gathered_rdma(void)
+{
+	static const uint32_t lens[4] = {7001, 13, 20000, 9000}, back[4] = {1, 30000, 4095, 1918};
+	struct ibv_sge s[4], r[4];
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .sg_list = s,
+				 .num_sge = 4,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	uint32_t off = 0, total = 0;
+	struct ibv_wc wc;
+
+	reconnect(7, 1);
+	for (int i = 0; i < SIDE_BUF; i++)
+		A.buf[i] = (uint8_t)(i * 7 + i / 251);
+	memset(B.buf, 0, SIDE_BUF);
+	for (int i = 0; i < 4; i++) { /* gaps of 100 bytes between SGEs */
+		s[i] = (struct ibv_sge){(uintptr_t)A.buf + off, lens[i], A.mr->lkey};
+		off += lens[i] + 100;
+		total += lens[i];
+	}
+	wr.wr.rdma.remote_addr = (uintptr_t)B.buf + 3;
+	wr.wr.rdma.rkey = B.mr->rkey;
+	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	for (int i = 0, at = 3; i < 4; at += (int)lens[i++])
+		CHECK(memcmp(B.buf + at, (void *)(uintptr_t)s[i].addr, lens[i]) == 0);
+
+	memset(A.buf, 0, SIDE_BUF);
+	off = 0;
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct ibv_sge){(uintptr_t)A.buf + off, back[i], A.mr->lkey};
+		off += back[i] + 50;
+	}
+	wr.sg_list = r;
+	wr.opcode = IBV_WR_RDMA_READ;
+	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(back[0] + back[1] + back[2] + back[3], total);
+	for (int i = 0, at = 3; i < 4; at += (int)back[i++])
+		CHECK(memcmp((void *)(uintptr_t)r[i].addr, B.buf + at, back[i]) == 0);
+	CHECK_EQ(A.buf[back[0]], 0); /* nothing in the gaps */
+}
+
 /* Sends B a message from A's gathered SGEs into one receive of B's: the
  * receive's status, or -1 when a completion is missing. */
 static int send_into(const struct ibv_sge *s, int ns, const struct ibv_sge *r, int nr)
@@ -597,6 +648,35 @@ static void test_local_errors(void)
 	CHECK_EQ(poll_one(A.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
 	CHECK_EQ(state_of(B.qp), IBV_QPS_ERR);
+}
+
+/* A WRITE of many packets into a region whose last pages the owner
+ * unmapped after registering it: a remote access error, and nothing
+ * acknowledged, although its first packets could land (on the wire they
+ * are placed together, rc_responder.c's runs: the one that fails is
+ * NAKed, not ACKed). */
+static void test_unplaceable_write(void)
+{
+	const size_t page = 4096;
+	uint8_t *m =
+	    mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr =
+	    ibv_reg_mr(B.pd, m, 4 * page, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_wc wc;
+
+	CHECK(mr != NULL);
+	reconnect(7, 1);
+	munmap(m + 2 * page, 2 * page);
+	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 4 * page, A.mr->lkey, (uintptr_t)m,
+		      mr ? mr->rkey : 0, 73),
+		 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.wr_id, 73);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	if (mr)
+		ibv_dereg_mr(mr);
+	munmap(m, 2 * page);
+	reconnect(7, 1);
 }
 
 /* Issue 9 item 7: a SEND whose receive buffer is no longer mapped (the
@@ -1505,10 +1585,12 @@ int main(void)
 	test_atomic_write();
 	test_xrc();
 	test_inline_and_sge_lists();
+	test_gathered_rdma();
 	test_staged_sends();
 	test_remote_access_errors();
 	test_local_errors();
 	test_unplaceable_send();
+	test_unplaceable_write();
 	test_rnr();
 	test_flush();
 	test_reset_purges_completions();

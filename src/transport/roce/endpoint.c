@@ -131,6 +131,7 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 	if (w->kick_fd >= 0)
 		close(w->kick_fd);
 	free(w->rx);
+	free(w->burst);
 	pthread_mutex_destroy(&w->rx_lock);
 	free(w);
 }
@@ -151,10 +152,11 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	w->look_ns = URO_WIRE_LOOK_NS;
 	w->n = &ctx->self.hdr->counters;
 	w->rx = calloc(URO_WIRE_BATCH, sizeof(*w->rx));
-	if (!w->rx || first_ipv4(&ctx->model, &w->addr)) {
-		int err = w->rx ? EADDRNOTAVAIL : ENOMEM;
+	w->burst = calloc(URO_WIRE_BURST, sizeof(*w->burst));
+	if (!w->rx || !w->burst || first_ipv4(&ctx->model, &w->addr)) {
+		int err = w->rx && w->burst ? EADDRNOTAVAIL : ENOMEM;
 
-		if (w->rx)
+		if (w->rx && w->burst)
 			uro_warn("device %s: no IPv4 address on its netdev; RoCEv2 needs one "
 				 "(IPv6 is not carried yet)",
 				 ctx->dev->ibdev.name);
@@ -165,7 +167,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	w->fd = udp_socket(w->addr);
 	w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->fd < 0 || w->kick_fd < 0 || tx_sockets_open(w) ||
-	    uro_relay_open(&w->relay, ctx->slot.slot)) {
+	    uro_relay_open(&w->relay, ctx->slot.sock)) {
 		int err = errno;
 
 		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s",
@@ -256,6 +258,37 @@ int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uin
 		return 0;
 	}
 	return uro_wire_transmit(w, to, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
+}
+
+void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+			 uint8_t (*buf)[URO_WIRE_BUF], const size_t *tlen, unsigned n)
+{
+	struct mmsghdr m[URO_WIRE_BURST];
+	struct iovec iov[URO_WIRE_BURST];
+	int sent;
+
+	/* Faults and traces act on each packet as it leaves. */
+	if (w->faults || w->pcap || n == 1) {
+		for (unsigned i = 0; i < n; i++)
+			uro_wire_send(w, to, buf[i], tlen[i]);
+		return;
+	}
+	memset(m, 0, sizeof(m[0]) * n);
+	for (unsigned i = 0; i < n; i++) {
+		finish(w, to, buf[i], tlen[i]);
+		iov[i].iov_base = buf[i] + URO_WIRE_HEAD;
+		iov[i].iov_len = tlen[i] + URO_ROCE_ICRC_LEN;
+		m[i].msg_hdr.msg_name = (void *)to;
+		m[i].msg_hdr.msg_namelen = sizeof(*to);
+		m[i].msg_hdr.msg_iov = &iov[i];
+		m[i].msg_hdr.msg_iovlen = 1;
+	}
+	/* One QP's packets leave by one socket (tx_index). */
+	sent = sendmmsg(w->tx_fd[tx_index(buf[0] + URO_WIRE_HEAD)], m, n, 0);
+	sent = sent < 0 ? 0 : sent;
+	w->n->sent += n;
+	/* What did not fit in the socket buffer is lost: the retry covers it. */
+	w->n->send_err += n - (unsigned)sent;
 }
 
 static void forward(struct uro_wire_endpoint *w, unsigned slot, const uint8_t *pkt, size_t len,
@@ -375,6 +408,7 @@ static int receive_udp(struct uro_context *ctx)
 		}
 		dispatch(ctx, w->rx[i], m[i].msg_len, &fh, 0);
 	}
+	uro_wire_place_runs(ctx); /* before the buffers take the next batch */
 	return n;
 }
 
@@ -393,6 +427,7 @@ static void take_forwarded(void *arg, size_t len)
 		return;
 	}
 	dispatch(f->ctx, w->rx[0], len - sizeof(f->fh), &f->fh, 1);
+	uro_wire_place_runs(f->ctx); /* the next one comes into the same buffer */
 }
 
 /* Packets other processes passed on: trusted no more than the network's. */

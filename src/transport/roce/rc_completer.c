@@ -43,6 +43,7 @@ static void ack_upto(struct uro_qp *qp, uint32_t psn)
 	if (!progress)
 		return;
 	/* Progress renews the retry budgets (IBTA 9.7.6.1.3, 9.7.5.2.8). */
+	wq->nak_psn = 0;
 	wq->retry_left = qp->attr.retry_cnt;
 	wq->rnr_left = qp->attr.rnr_retry;
 	if (!wq->rnr_wait)
@@ -155,6 +156,32 @@ static void atomic_ack(struct uro_context *ctx, struct uro_qp *qp,
 	answer_done(qp, q, land(ctx, qp, q, &value, 8, 0));
 }
 
+/* A PSN sequence error NAK acknowledges what came before the PSN it names
+ * and sends again from there, spending a retry as a local ACK timeout does
+ * (IBTA 9.7.5.2; Linux rxe's completer spends one too). Progress renews
+ * the budget first, so loss never runs it out; a responder that NAKs the
+ * same PSN over and over ends the WQE in RETRY_EXC_ERR, where before it
+ * was sent again without end. A responder NAKs a sequence error once
+ * (IBTA 9.7.5.1.2), so the same NAK again with no progress between is a
+ * copy the network made: it is not gone back for, nor paid for, a second
+ * time (with each copy paid, 5% duplication ran the budget out). */
+static void sequence_nak(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn)
+{
+	struct uro_qp_wire *wq = qp->wire;
+
+	ctx->wire->n->seq_naks_received++;
+	ack_upto(qp, psn - 1);
+	if (wq->nak_psn == psn + 1)
+		return;
+	if (wq->retry_left == 0) {
+		uro_wire_fail(ctx, qp, IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	wq->retry_left--;
+	wq->nak_psn = psn + 1;
+	uro_wire_go_back(ctx, qp);
+}
+
 static void ack(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)
 {
 	uint8_t s = pkt->aeth.syndrome, code = s & 31;
@@ -169,12 +196,11 @@ static void ack(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roc
 		uro_wire_rnr(ctx, qp, code);
 		return;
 	case AETH_NAK:
-		ack_upto(qp, pkt->psn - 1);
 		if (code == NAK_PSN_SEQUENCE) {
-			ctx->wire->n->seq_naks_received++;
-			uro_wire_go_back(ctx, qp);
+			sequence_nak(ctx, qp, pkt->psn);
 			return;
 		}
+		ack_upto(qp, pkt->psn - 1);
 		uro_wire_fail(ctx, qp, nak_status[code] ? nak_status[code] : IBV_WC_REM_OP_ERR);
 		return;
 	default: /* reserved: dropped */

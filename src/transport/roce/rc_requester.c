@@ -46,26 +46,62 @@ static void header_for(struct uro_roce_packet *pkt, const struct uro_qp *qp, int
 	uro_wire_header(pkt, code, qp->attr.dest_qp_num, psn);
 }
 
-/* Builds pkt into the QP's buffer with its payload taken from the
- * request's buffers at off, and sends it. A buffer the program unmapped
- * under its key is the local protection error a NIC reports. */
-static enum ibv_wc_status send_packet(struct uro_context *ctx, struct uro_qp *qp,
-				      struct uro_roce_packet *pkt, const struct iovec *liov, int nl,
-				      uint64_t off)
+/* Sends a request that carries no payload (a READ request, an atomic)
+ * from the QP's first burst buffer: the requester's, under its send lock. */
+static void send_request(struct uro_context *ctx, struct uro_qp *qp, struct uro_roce_packet *pkt)
 {
 	struct uro_qp_wire *wq = qp->wire;
-	size_t tlen = uro_roce_build(pkt, wq->tx + URO_WIRE_HEAD);
-	struct iovec dst = {uro_wire_payload(wq->tx, pkt), pkt->payload_len}, src[URO_MAX_SGE];
-	int ns = uro_iov_slice(liov, nl, off, pkt->payload_len, src);
+	size_t tlen = uro_roce_build(pkt, wq->burst[0] + URO_WIRE_HEAD);
 
-	if (pkt->payload_len &&
-	    uro_remote_copy(&ctx->self, 0, &dst, 1, src, ns, pkt->payload_len, NULL))
+	uro_wire_send(ctx->wire, &wq->peer, wq->burst[0], tlen);
+}
+
+/* The packets of a message built in a QP's burst buffers, waiting for
+ * their payload and their send. */
+struct burst {
+	unsigned n;
+	uint64_t off, len; /* the message's bytes they carry */
+	size_t tlen[URO_WIRE_BURST];
+	struct iovec dst[URO_WIRE_BURST];
+};
+
+/* Copies the burst's payload from the request's buffers with one system
+ * call (its packets carry consecutive bytes of the message) and sends it.
+ * A buffer the program unmapped under its key is the local protection
+ * error a NIC reports, and nothing of the burst leaves. */
+static enum ibv_wc_status send_burst(struct uro_context *ctx, struct uro_qp *qp, struct burst *b,
+				     const struct iovec *liov, int nl)
+{
+	struct iovec src[URO_MAX_SGE];
+	int ns = uro_iov_slice(liov, nl, b->off, b->len, src);
+	unsigned n = b->n;
+
+	b->n = 0;
+	if (b->len && uro_remote_copy(&ctx->self, 0, b->dst, (int)n, src, ns, b->len, NULL))
 		return IBV_WC_LOC_PROT_ERR;
-	uro_wire_send(ctx->wire, &wq->peer, wq->tx, tlen);
+	uro_wire_send_burst(ctx->wire, &qp->wire->peer, qp->wire->burst, b->tlen, n);
 	return IBV_WC_SUCCESS;
 }
 
-/* Sends the message's packets from q->tx on, as far as the window goes. */
+/* Builds packet i of the message into the next burst buffer. */
+static void add_packet(struct uro_qp *qp, struct burst *b, struct uro_roce_packet *pkt,
+		       uint64_t off)
+{
+	uint8_t *buf = qp->wire->burst[b->n];
+
+	if (!b->n) {
+		b->off = off;
+		b->len = 0;
+	}
+	b->tlen[b->n] = uro_roce_build(pkt, buf + URO_WIRE_HEAD);
+	b->dst[b->n].iov_base = uro_wire_payload(buf, pkt);
+	b->dst[b->n].iov_len = pkt->payload_len;
+	b->len += pkt->payload_len;
+	b->n++;
+}
+
+/* Sends the message's packets from q->tx on, as far as the window goes,
+ * a burst at a time. */
 static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *qp,
 				       struct uro_wire_wqe *q, const struct iovec *liov, int nl,
 				       uint64_t len)
@@ -77,6 +113,7 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 								: WIRE_WRITE;
 	enum uro_wire_qp t = uro_wire_is_rc(qp) ? WIRE_RC : WIRE_UC;
 	uint32_t mtu = qp->wire->mtu, half = window(qp) / 2;
+	struct burst b = {0};
 
 	for (uint32_t i = q->tx; i < q->npsn; i = ++q->tx) {
 		uint8_t pos = uro_wire_place(i, q->npsn);
@@ -86,11 +123,10 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 						  : 0;
 		uint64_t off = (uint64_t)i * mtu;
 		struct uro_roce_packet pkt;
-		enum ibv_wc_status st;
 
 		header_for(&pkt, qp, uro_wire_code(wop, t, pos, extra), q->psn + i);
 		if (uro_wire_is_rc(qp) && !in_window(qp, q->psn + i))
-			return IBV_WC_SUCCESS; /* the rest when ACKs open the window */
+			break; /* the rest when ACKs open the window */
 		pkt.ack_req = (pos & WIRE_LAST) || i % half == half - 1;
 		pkt.se = (pos & WIRE_LAST) && (wr->send_flags & IBV_SEND_SOLICITED);
 		pkt.reth.va = wr->wr.rdma.remote_addr;
@@ -99,11 +135,11 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 		pkt.imm = ntohl(wr->imm_data);
 		pkt.inv_rkey = wr->invalidate_rkey;
 		pkt.payload_len = (uint32_t)(len - off < mtu ? len - off : mtu);
-		st = send_packet(ctx, qp, &pkt, liov, nl, off);
-		if (st != IBV_WC_SUCCESS)
-			return st;
+		add_packet(qp, &b, &pkt, off);
+		if (b.n == URO_WIRE_BURST && send_burst(ctx, qp, &b, liov, nl) != IBV_WC_SUCCESS)
+			return IBV_WC_LOC_PROT_ERR;
 	}
-	return IBV_WC_SUCCESS;
+	return b.n ? send_burst(ctx, qp, &b, liov, nl) : IBV_WC_SUCCESS;
 }
 
 /* A READ asks for at most a window of responses at a time: the rest in
@@ -136,7 +172,7 @@ static void send_read(struct uro_context *ctx, struct uro_qp *qp, struct uro_wir
 		pkt.reth.rkey = wr->wr.rdma.rkey;
 		pkt.reth.len =
 		    (uint32_t)(len - off < (uint64_t)n * mtu ? len - off : (uint64_t)n * mtu);
-		send_packet(ctx, qp, &pkt, NULL, 0, 0);
+		send_request(ctx, qp, &pkt);
 		q->tx += n;
 	}
 }
@@ -156,7 +192,7 @@ static void send_atomic(struct uro_context *ctx, struct uro_qp *qp, struct uro_w
 	pkt.atomic.rkey = wr->wr.atomic.rkey;
 	pkt.atomic.swap_add = cas ? wr->wr.atomic.swap : wr->wr.atomic.compare_add;
 	pkt.atomic.compare = cas ? wr->wr.atomic.compare_add : 0;
-	send_packet(ctx, qp, &pkt, NULL, 0, 0);
+	send_request(ctx, qp, &pkt);
 	q->tx = 1;
 }
 

@@ -31,20 +31,80 @@ enum result {
 #define SYNDROME_NAK(c)	 (0x60 | (c))
 #define NAK_PSN_SEQUENCE 0
 
+_Static_assert(URO_WIRE_BATCH <= URO_MAX_SGE + 1, "a run is one uro_remote_copy's list");
+
+/* Places the QP's waiting WRITE run with one system call: 0, or -1 when
+ * its memory was not there, a remote access error that moves the QP to
+ * ERR, as a packet placed alone would. */
+static int place_run(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_wire_run *run = &qp->wire->rq.run;
+	struct iovec dst = {run->dst, run->len};
+	int err;
+
+	if (!run->n)
+		return 0;
+	err = uro_remote_copy(&ctx->self, 1, run->src, (int)run->n, &dst, 1, run->len, &run->h);
+	uro_release(&run->h);
+	run->n = 0;
+	if (!err)
+		return 0;
+	uro_qp_error(&ctx->self, qp->pub);
+	return -1;
+}
+
+/* Adds a WRITE packet's payload, bound for dst under the key h holds, to
+ * the QP's run: the run keeps the first packet's hold on the message's
+ * key. 0, or -1 when a run it could not join failed to be placed. */
+static int add_to_run(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt,
+		      struct iovec dst, struct uro_holds *h)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	struct uro_wire_run *run = &qp->wire->rq.run;
+
+	if (run->n && (uint8_t *)dst.iov_base != run->dst + run->len && place_run(ctx, qp)) {
+		uro_release(h);
+		return -1;
+	}
+	if (run->n) {
+		uro_release(h);
+	} else {
+		if (w->nruns == URO_WIRE_BATCH) /* more runs than a batch has packets */
+			uro_wire_place_runs(ctx);
+		run->dst = dst.iov_base;
+		run->len = 0;
+		run->h = *h;
+		w->runs[w->nruns++] = qp;
+	}
+	run->src[run->n].iov_base = (void *)pkt->payload;
+	run->src[run->n++].iov_len = pkt->payload_len;
+	run->len += pkt->payload_len;
+	run->psn = pkt->psn;
+	return 0;
+}
+
 /* An ACK, NAK or atomic ACK (with the original value) from this QP. */
 static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t psn,
 		  uint8_t syndrome, uint64_t atomic_ack)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 	struct uro_roce_packet pkt;
+	uint32_t run_psn = qp->wire->rq.run.psn;
 	size_t tlen;
 
+	/* Nothing is acknowledged before it is placed; what could not be is
+	 * NAKed instead. */
+	if (place_run(ctx, qp)) {
+		code = uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0);
+		psn = run_psn;
+		syndrome = SYNDROME_NAK(R_NAK_ACCESS);
+	}
 	uro_wire_header(&pkt, code, qp->attr.dest_qp_num, psn);
 	pkt.atomic_ack = atomic_ack;
 	pkt.aeth.syndrome = syndrome;
 	pkt.aeth.msn = qp->wire->rq.msn;
-	tlen = uro_roce_build(&pkt, w->tx + URO_WIRE_HEAD);
-	uro_wire_send(w, &qp->wire->peer, w->tx, tlen);
+	tlen = uro_roce_build(&pkt, w->burst[0] + URO_WIRE_HEAD);
+	uro_wire_send(w, &qp->wire->peer, w->burst[0], tlen);
 }
 
 static void send_ack(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, uint8_t syndrome)
@@ -199,10 +259,9 @@ static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
 				const struct uro_roce_packet *pkt)
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
-	struct iovec src = {(void *)pkt->payload, pkt->payload_len}, dst;
+	struct iovec dst;
 	struct uro_holds h;
 	enum result r;
-	int err;
 
 	if ((!(pkt->op->pos & WIRE_FIRST)) != rq->in_write)
 		return uro_wire_is_rc(qp) ? R_NAK_INV : R_DROP;
@@ -221,14 +280,14 @@ static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
 			IBV_ACCESS_REMOTE_WRITE, &dst, &h);
 	if (r != R_OK)
 		return r;
-	err = pkt->payload_len
-		  ? uro_remote_copy(&ctx->self, 1, &src, 1, &dst, 1, pkt->payload_len, &h)
-		  : 0;
-	uro_release(&h);
-	if (err) {
-		uro_qp_error(&ctx->self, qp->pub);
+	if (!pkt->payload_len)
+		uro_release(&h);
+	else if (add_to_run(ctx, qp, pkt, dst, &h))
 		return R_NAK_ACCESS;
-	}
+	/* Placed before an ACK can say so, and before the message ends. */
+	if ((pkt->ack_req || (pkt->op->pos & WIRE_LAST) || rq->run.n == URO_WIRE_BATCH) &&
+	    place_run(ctx, qp))
+		return R_NAK_ACCESS;
 	rq->in_write = !(pkt->op->pos & WIRE_LAST);
 	rq->off += pkt->payload_len;
 	rq->left -= pkt->payload_len;
@@ -242,6 +301,44 @@ static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
 	return R_OK;
 }
 
+/* READ responses first .. first+n-1 of a READ of len bytes, built in the
+ * endpoint's burst buffers, their payload copied from whole with one
+ * system call (they carry consecutive bytes) and sent together. */
+static int send_responses(struct uro_context *ctx, struct uro_qp *qp,
+			  const struct uro_roce_packet *pkt, const struct iovec *whole,
+			  struct uro_holds *h, uint32_t first, uint32_t n, uint32_t total)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	uint32_t mtu = qp->wire->mtu, len = pkt->reth.len, bytes = 0;
+	struct iovec dst[URO_WIRE_BURST], src;
+	size_t tlen[URO_WIRE_BURST];
+
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t off = (first + k) * mtu, plen = len - off < mtu ? len - off : mtu;
+		struct uro_roce_packet resp;
+
+		uro_wire_header(
+		    &resp,
+		    uro_wire_code(WIRE_READ_RESP, WIRE_RC, uro_wire_place(first + k, total), 0),
+		    qp->attr.dest_qp_num, pkt->psn + first + k);
+		resp.aeth.syndrome = SYNDROME_ACK;
+		resp.aeth.msn = qp->wire->rq.msn;
+		resp.payload_len = plen;
+		tlen[k] = uro_roce_build(&resp, w->burst[k] + URO_WIRE_HEAD);
+		dst[k].iov_base = uro_wire_payload(w->burst[k], &resp);
+		dst[k].iov_len = plen;
+		bytes += plen;
+	}
+	/* A zero-length READ names no memory (C9-88): no address to offset,
+	 * not even NULL's. */
+	src.iov_base = bytes ? (char *)whole->iov_base + (uint64_t)first * mtu : NULL;
+	src.iov_len = bytes;
+	if (bytes && uro_remote_copy(&ctx->self, 0, dst, (int)n, &src, 1, bytes, h))
+		return -1;
+	uro_wire_send_burst(w, &qp->wire->peer, w->burst, tlen, n);
+	return 0;
+}
+
 /* READ responses for [va, va+len) from psn on (IBTA 9.7.5.1.4): executed
  * again for a duplicate request, as the spec allows. */
 static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
@@ -249,7 +346,6 @@ static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
 {
 	uint32_t mtu = qp->wire->mtu, len = pkt->reth.len;
 	uint32_t n = len ? (len + mtu - 1) / mtu : 1;
-	struct uro_wire_endpoint *w = ctx->wire;
 	struct uro_holds h;
 	struct iovec whole;
 	enum result r = local_range(ctx, qp, pkt->reth.rkey, pkt->reth.va, len,
@@ -257,30 +353,14 @@ static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
 
 	if (r != R_OK)
 		return r;
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t pos = uro_wire_place(i, n);
-		uint32_t off = i * mtu, plen = len - off < mtu ? len - off : mtu;
-		struct uro_roce_packet resp;
-		/* A zero-length READ names no memory (C9-88): no address to
-		 * offset, not even NULL's. */
-		struct iovec src = {plen ? (char *)whole.iov_base + off : NULL, plen}, dst;
-		size_t tlen;
+	for (uint32_t i = 0; i < n; i += URO_WIRE_BURST) {
+		uint32_t k = n - i < URO_WIRE_BURST ? n - i : URO_WIRE_BURST;
 
-		uro_wire_header(&resp, uro_wire_code(WIRE_READ_RESP, WIRE_RC, pos, 0),
-				qp->attr.dest_qp_num, pkt->psn + i);
-		resp.aeth.syndrome = SYNDROME_ACK;
-		resp.aeth.msn = qp->wire->rq.msn;
-		resp.payload_len = plen;
-		tlen = uro_roce_build(&resp, w->tx + URO_WIRE_HEAD);
-		dst.iov_base =
-		    w->tx + URO_WIRE_HEAD + URO_ROCE_BTH_LEN + uro_wire_hdrs_len(resp.op->hdrs);
-		dst.iov_len = plen;
-		if (plen && uro_remote_copy(&ctx->self, 0, &dst, 1, &src, 1, plen, &h)) {
+		if (send_responses(ctx, qp, pkt, &whole, &h, i, k, n)) {
 			uro_release(&h);
 			uro_qp_error(&ctx->self, qp->pub);
 			return R_NAK_ACCESS;
 		}
-		uro_wire_send(w, &qp->wire->peer, w->tx, tlen);
 	}
 	uro_release(&h);
 	*npsn = n;
@@ -441,6 +521,21 @@ static void uc_packet(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	__atomic_store_n(&qp->pub->rq_psn, rq->epsn, __ATOMIC_RELAXED);
 	if (execute(ctx, qp, pkt, &npsn) != R_OK)
 		rq->in_send = rq->in_write = 0;
+}
+
+void uro_wire_place_runs(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	unsigned n = w->nruns;
+
+	w->nruns = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct uro_qp *qp = w->runs[i];
+		uint32_t psn = qp->wire->rq.run.psn;
+
+		if (place_run(ctx, qp) && uro_wire_is_rc(qp))
+			send_ack(ctx, qp, psn, SYNDROME_NAK(R_NAK_ACCESS));
+	}
 }
 
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)

@@ -2,6 +2,7 @@
  * (relay.h). Whatever arrives over it is parsed and checked as a packet
  * from the network is: another local user may connect too. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,20 +12,11 @@
 #include <unistd.h>
 
 #include "limits.h"
+#include "registry.h"
 #include "relay.h"
 
 /* As much as an unprivileged socket may queue (net.core.wmem_max). */
 #define URO_RELAY_SNDBUF (4 << 20)
-
-static socklen_t abstract_name(struct sockaddr_un *a, unsigned slot)
-{
-	int n;
-
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "uroce-wire-%u", slot);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-}
 
 static int watch(struct uro_wire_relay *r, int fd)
 {
@@ -33,19 +25,17 @@ static int watch(struct uro_wire_relay *r, int fd)
 	return epoll_ctl(r->efd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-int uro_relay_open(struct uro_wire_relay *r, unsigned slot)
+int uro_relay_open(struct uro_wire_relay *r, int slot_sock)
 {
-	struct sockaddr_un a;
-	socklen_t len = abstract_name(&a, slot);
-
 	memset(r->in, 0xff, sizeof(r->in)); /* all -1 */
 	r->efd = epoll_create1(EPOLL_CLOEXEC);
-	r->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* The slot's own socket, bound since the slot was claimed: nobody
+	 * else can have taken its name. */
+	r->lfd = fcntl(slot_sock, F_DUPFD_CLOEXEC, 0);
 	r->out = malloc(URO_MAX_SLOTS * sizeof(*r->out));
 	if (r->out)
 		memset(r->out, 0xff, URO_MAX_SLOTS * sizeof(*r->out)); /* all -1 */
-	if (r->efd < 0 || r->lfd < 0 || !r->out || bind(r->lfd, (struct sockaddr *)&a, len) ||
-	    listen(r->lfd, 64) || watch(r, r->lfd)) {
+	if (r->efd < 0 || r->lfd < 0 || !r->out || listen(r->lfd, 64) || watch(r, r->lfd)) {
 		int err = r->out ? errno : ENOMEM;
 
 		uro_relay_close(r);
@@ -76,9 +66,9 @@ void uro_relay_close(struct uro_wire_relay *r)
 static int connect_to(unsigned slot)
 {
 	struct sockaddr_un a;
-	socklen_t len = abstract_name(&a, slot);
+	socklen_t len = uro_registry_slot_name(NULL, slot, &a);
 	int buf = URO_RELAY_SNDBUF;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = len ? socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) : -1;
 
 	if (fd < 0)
 		return -1;

@@ -1,9 +1,9 @@
 /* How a RoCEv2 packet that the kernel gave to the wrong uroce process of
  * the host reaches the right one (docs/architecture.md, "UDP port 4791
- * shared by many processes"): each process listens on the abstract unix
- * name uroce-wire-<slot>, and the process that received a packet for
- * another slot's QP passes it over a connection to that name, kept open
- * while both live.
+ * shared by many processes"): each process listens on its registry
+ * slot's abstract unix name (registry.h), and the process that received a
+ * packet for another slot's QP passes it over a connection to that name,
+ * kept open while both live.
  *
  * Connected SOCK_SEQPACKET, not unconnected datagrams: the kernel queues
  * at most net.unix.max_dgram_qlen (10 by default, root to change)
@@ -20,14 +20,15 @@
 #define URO_RELAY_MAX_IN 256
 
 struct uro_wire_relay {
-	int lfd;		  /* listening on uroce-wire-<slot> */
+	int lfd;		  /* listening on the slot's name */
 	int efd;		  /* epoll over lfd and the connections accepted */
 	int in[URO_RELAY_MAX_IN]; /* the connections accepted, or -1 */
 	int *out;		  /* by slot: this process's connection to it, or -1 */
 };
 
-/* Listens for the slot: 0, or -1 and errno. */
-int uro_relay_open(struct uro_wire_relay *r, unsigned slot);
+/* Listens on the slot's socket (struct uro_slot's sock): 0, or -1 and
+ * errno. */
+int uro_relay_open(struct uro_wire_relay *r, int slot_sock);
 void uro_relay_close(struct uro_wire_relay *r);
 
 /* Passes the packet in iov[0..n) to slot: 0, or -1 when nobody listens

@@ -16,6 +16,7 @@
 #include "cq_ring.h"
 #include "faults.h"
 #include "icrc.h"
+#include "key_hold.h"
 #include "pcap_trace.h"
 #include "recv_queue.h"
 #include "segment_ops.h"
@@ -23,8 +24,12 @@
 #define URO_WIRE_BATCH 16
 /* An IPv4 header and a UDP header, written in front of each packet only to
  * compute its ICRC: the kernel writes the real ones. */
-#define URO_WIRE_HEAD	 URO_ROCE_IPV4_UDP_LEN
-#define URO_WIRE_BUF	 (URO_WIRE_HEAD + URO_ROCE_BTH_LEN + 64 + 4096 + URO_ROCE_ICRC_LEN)
+#define URO_WIRE_HEAD URO_ROCE_IPV4_UDP_LEN
+#define URO_WIRE_BUF  (URO_WIRE_HEAD + URO_ROCE_BTH_LEN + 64 + 4096 + URO_ROCE_ICRC_LEN)
+/* A message's packets built, copied and sent together: one
+ * process_vm_readv and one sendmmsg for up to this many, where a system
+ * call costs about a microsecond (docs/architecture.md, "Speed"). */
+#define URO_WIRE_BURST	 16
 #define URO_PSN_MASK	 0xffffffu
 #define URO_DEFAULT_PKEY 0xffff
 /* How often a busy poll fires the timers. */
@@ -53,11 +58,14 @@ struct uro_wire_endpoint {
 	uint32_t addr;			     /* the link's IPv4 address, network order */
 	pthread_mutex_t rx_lock;	     /* one receiver at a time: the responders' state */
 	uint8_t (*rx)[URO_WIRE_BUF];
-	uint8_t tx[URO_WIRE_BUF]; /* the responders' packets, under rx_lock */
-	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
-	uint64_t last_active_ns;  /* the program's last poll, or post on the wire */
-	uint64_t look_ns;	  /* the progress thread's, while the program polls */
-	uint64_t last_tick_ns;	  /* the last pass over the timers */
+	uint8_t (
+	    *burst)[URO_WIRE_BUF]; /* the responders' packets (URO_WIRE_BURST), under rx_lock */
+	struct uro_qp *runs[URO_WIRE_BATCH]; /* QPs whose WRITE runs wait, under rx_lock */
+	unsigned nruns;
+	uint32_t qp_limit;	 /* above every QP table index on the wire: the timers' scan */
+	uint64_t last_active_ns; /* the program's last poll, or post on the wire */
+	uint64_t look_ns;	 /* the progress thread's, while the program polls */
+	uint64_t last_tick_ns;	 /* the last pass over the timers */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
 	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
 	struct uro_seg_counters *n;	/* in the segment: `uroce stat` reads them */
@@ -79,6 +87,18 @@ struct uro_wire_wqe {
 };
 
 /* The responder's side of a connected QP (IBTA 9.7.5). */
+/* A WRITE's payloads that arrived in one receive batch, placed together
+ * with one process_vm_writev before anything is acknowledged
+ * (rc_responder.c). */
+struct uro_wire_run {
+	unsigned n;
+	uint32_t psn; /* the last packet's */
+	uint8_t *dst; /* where the first lands */
+	uint64_t len;
+	struct uro_holds h; /* the key, held until placed */
+	struct iovec src[URO_WIRE_BATCH];
+};
+
 struct uro_wire_rq {
 	uint32_t epsn; /* the expected PSN */
 	uint32_t msn;  /* messages completed, mod 2^24 */
@@ -99,6 +119,7 @@ struct uro_wire_rq {
 		uint64_t value;
 	} replay[URO_MAX_RD_ATOMIC + 1];
 	unsigned replay_next;
+	struct uro_wire_run run;
 };
 
 struct uro_qp_wire {
@@ -116,7 +137,9 @@ struct uro_qp_wire {
 	unsigned retry_left, rnr_left;
 	unsigned rd_out;   /* READ and atomic requests sent, not answered */
 	uint32_t read_gap; /* 1 + the READ response PSN last asked again at once */
-	uint8_t tx[URO_WIRE_BUF];
+	uint32_t nak_psn;  /* 1 + the PSN of the sequence NAK gone back for, until progress */
+	uint8_t (
+	    *burst)[URO_WIRE_BUF]; /* the requester's packets (URO_WIRE_BURST), under sq_lock */
 	/* responder */
 	struct uro_wire_rq rq;
 };
@@ -144,6 +167,10 @@ void uro_wire_kick(struct uro_context *ctx);
  * at buf + URO_WIRE_HEAD, adding its ICRC. 0 or an errno. */
 int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 		  size_t tlen);
+/* Sends n packets as uro_wire_send does, each tlen[i] bytes of transport
+ * part at buf[i] + URO_WIRE_HEAD, with one system call when it can. */
+void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+			 uint8_t (*buf)[URO_WIRE_BUF], const size_t *tlen, unsigned n);
 /* The same packet written to the trace (w->pcap) only, as if sent. */
 void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
 			 size_t tlen);
@@ -206,6 +233,9 @@ void uro_wire_fail(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_statu
 void uro_wire_complete(struct uro_context *ctx, struct uro_qp *qp,
 		       const struct uro_roce_packet *pkt);
 /* rc_responder.c: requests to a connected QP. */
+/* Places the WRITE runs the batch just received left waiting: before the
+ * receive buffers are reused. */
+void uro_wire_place_runs(struct uro_context *ctx);
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp,
 		      const struct uro_roce_packet *pkt);
 /* ud.c */

@@ -80,12 +80,18 @@ int uro_wire_ud_listens(struct uro_context *ctx)
 static struct uro_qp_wire *wire_new(struct uro_qp *qp)
 {
 	struct uro_qp_wire *wq = calloc(1, sizeof(*wq));
+	/* A UD QP builds each datagram on its poster's stack (ud.c). */
+	int bursts = qp->qpx.qp_base.qp_type != IBV_QPT_UD;
 
 	if (!wq)
 		return NULL;
 	wq->cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
 	wq->ring = calloc(wq->cap, sizeof(*wq->ring));
-	if (!wq->ring) {
+	if (bursts)
+		wq->burst = calloc(URO_WIRE_BURST, sizeof(*wq->burst));
+	if (!wq->ring || (bursts && !wq->burst)) {
+		free(wq->ring);
+		free(wq->burst);
 		free(wq);
 		return NULL;
 	}
@@ -138,6 +144,7 @@ void uro_wire_qp_reset(struct uro_qp *qp)
 	wq->rnr_wait = 0;
 	wq->rd_out = 0;
 	wq->partial = 0;
+	wq->nak_psn = 0;
 	memset(&wq->rq, 0, sizeof(wq->rq));
 }
 
@@ -146,6 +153,7 @@ void uro_wire_qp_free(struct uro_qp *qp)
 	if (!qp->wire)
 		return;
 	free(qp->wire->ring);
+	free(qp->wire->burst);
 	free(qp->wire);
 	qp->wire = NULL;
 }
