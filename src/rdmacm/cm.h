@@ -89,15 +89,16 @@ static inline struct uro_cm_id *to_cm(struct rdma_cm_id *id)
 
 /* event_channel.c */
 struct uro_cm_channel {
-	struct rdma_event_channel ch; /* fd: an eventfd counting queued events */
+	struct rdma_event_channel ch; /* fd: an eventfd, set while events are queued */
 	pthread_mutex_t lock;
 	struct uro_cm_event *head, *tail;
+	int refs;   /* the program's, and one per thread in rdma_get_cm_event */
+	int closed; /* rdma_destroy_event_channel was called */
 };
 
 struct uro_cm_event {
 	struct rdma_cm_event ev;
 	struct uro_cm_event *next;
-	int dead; /* its id was destroyed before it was retrieved */
 	uint8_t pdata[URO_PDATA_MAX];
 };
 

@@ -1,8 +1,14 @@
 /* Event channels (rdma_create_event_channel(3), rdma_get_cm_event(3)): a
- * queue of events counted by an eventfd in semaphore mode, so the channel's
- * fd polls and honours O_NONBLOCK like the kernel's, and a reader blocked
- * in another thread is not woken with an error when it is destroyed. */
+ * queue of events and an eventfd that is readable exactly while the queue
+ * holds one, kept so under the queue's lock. The channel's fd then polls
+ * and honours O_NONBLOCK like the kernel's, and an id destroyed with
+ * events queued takes them away with it (rdma_destroy_id(3)): a poll that
+ * said readable is never followed by a read that blocks for an event that
+ * was dropped (a counting eventfd kept the dropped ones' counts, and
+ * rdmacm_cm's test_cycles hung in CI waiting in such a read). */
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,23 +22,41 @@ URO_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 
 	if (!c)
 		return NULL;
-	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	c->ch.fd = eventfd(0, EFD_CLOEXEC);
 	if (c->ch.fd < 0) {
 		free(c);
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	c->refs = 1;
 	return &c->ch;
 }
 
+static void put_channel(struct uro_cm_channel *c)
+{
+	int last;
+
+	pthread_mutex_lock(&c->lock);
+	last = --c->refs == 0;
+	pthread_mutex_unlock(&c->lock);
+	if (!last)
+		return;
+	close(c->ch.fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* A program may destroy the channel while one of its threads still waits
+ * in rdma_get_cm_event (rping's CM thread is never joined). That thread
+ * holds a reference: it goes on waiting, as a read of the kernel's closed
+ * channel does, on memory that stays its own; one between two looks at
+ * the queue returns ENODEV. */
 URO_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct uro_cm_channel *c = (struct uro_cm_channel *)channel;
 
-	/* Under the lock: a program may still have a thread in
-	 * rdma_get_cm_event (rping's CM thread is never joined), which must
-	 * then find the queue empty, not half freed. */
 	pthread_mutex_lock(&c->lock);
+	c->closed = 1;
 	while (c->head) {
 		struct uro_cm_event *e = c->head;
 
@@ -41,9 +65,7 @@ URO_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	}
 	c->tail = NULL;
 	pthread_mutex_unlock(&c->lock);
-	close(c->ch.fd);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	put_channel(c);
 }
 
 struct uro_cm_event *uro_cm_event_new(struct uro_cm_id *id, enum rdma_cm_event_type type,
@@ -65,19 +87,33 @@ struct uro_cm_event *uro_cm_event_new(struct uro_cm_id *id, enum rdma_cm_event_t
 	return e;
 }
 
+/* The fd's level follows the queue: set by the first event in, cleared by
+ * the last one out (its counter is then nonzero, so the read returns at
+ * once). Both under c->lock. */
+static void signal_level(struct uro_cm_channel *c, int was_empty)
+{
+	uint64_t v = 1;
+
+	if (was_empty == !c->head)
+		return;
+	if (c->head ? write(c->ch.fd, &v, sizeof(v)) != sizeof(v)
+		    : read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
+		abort(); /* an eventfd neither fills at 1 nor is empty while set */
+}
+
 void uro_cm_queue(struct uro_cm_channel *c, struct uro_cm_event *e)
 {
-	uint64_t one = 1;
+	int was_empty;
 
 	pthread_mutex_lock(&c->lock);
+	was_empty = !c->head;
 	if (c->tail)
 		c->tail->next = e;
 	else
 		c->head = e;
 	c->tail = e;
+	signal_level(c, was_empty);
 	pthread_mutex_unlock(&c->lock);
-	if (write(c->ch.fd, &one, sizeof(one)) != sizeof(one))
-		abort(); /* an eventfd counter does not fill before 2^64 - 1 */
 }
 
 void uro_cm_post(struct uro_cm_id *id, enum rdma_cm_event_type type, int status, const void *pdata,
@@ -94,41 +130,82 @@ void uro_cm_post(struct uro_cm_id *id, enum rdma_cm_event_type type, int status,
 void uro_cm_forget(struct uro_cm_id *id)
 {
 	struct uro_cm_channel *c = id->chan;
+	struct uro_cm_event **link, *e;
+	int was_empty;
 
 	pthread_mutex_lock(&c->lock);
-	for (struct uro_cm_event *e = c->head; e; e = e->next)
-		if (e->ev.id == &id->id)
-			e->dead = 1;
+	was_empty = !c->head;
+	c->tail = NULL;
+	for (link = &c->head; (e = *link);) {
+		if (e->ev.id == &id->id) {
+			*link = e->next;
+			free(e);
+			continue;
+		}
+		c->tail = e;
+		link = &e->next;
+	}
+	signal_level(c, was_empty);
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Retrieving an event makes it count against its id until acknowledged;
- * events of ids destroyed meanwhile are skipped. */
+/* The head of the queue, or NULL with errno EAGAIN when it is empty
+ * (ENODEV once the channel is destroyed). */
+static struct uro_cm_event *pop(struct uro_cm_channel *c)
+{
+	struct uro_cm_event *e;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->closed) {
+		pthread_mutex_unlock(&c->lock);
+		errno = ENODEV;
+		return NULL;
+	}
+	e = c->head;
+	if (e) {
+		c->head = e->next;
+		if (!c->head)
+			c->tail = NULL;
+		signal_level(c, 0);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!e)
+		errno = EAGAIN;
+	return e;
+}
+
+/* Waits, as a read of the kernel's channel does: EAGAIN at once if the
+ * program made the fd non-blocking, EINTR when a signal comes. Another
+ * thread may take the event first: the wait is then taken up again. */
+static struct uro_cm_event *next_event(struct uro_cm_channel *c)
+{
+	struct pollfd p = {.fd = c->ch.fd, .events = POLLIN};
+	struct uro_cm_event *e;
+
+	while (!(e = pop(c))) {
+		if (errno == ENODEV || fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK)
+			return NULL;
+		if (poll(&p, 1, -1) < 0)
+			return NULL;
+	}
+	return e;
+}
+
+/* Retrieving an event makes it count against its id until acknowledged. */
 URO_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct uro_cm_channel *c = (struct uro_cm_channel *)channel;
 	struct uro_cm_event *e;
-	uint64_t one;
 
 	if (!event)
 		return uro_cm_err(EINVAL);
-	for (;;) {
-		if (read(c->ch.fd, &one, sizeof(one)) != sizeof(one))
-			return -1; /* errno from read: EAGAIN on a non-blocking fd */
-		pthread_mutex_lock(&c->lock);
-		e = c->head;
-		if (!e) { /* the channel is being destroyed under us */
-			pthread_mutex_unlock(&c->lock);
-			return uro_cm_err(ENODEV);
-		}
-		c->head = e->next;
-		if (!c->head)
-			c->tail = NULL;
-		pthread_mutex_unlock(&c->lock);
-		if (!e->dead)
-			break;
-		free(e);
-	}
+	pthread_mutex_lock(&c->lock);
+	c->refs++;
+	pthread_mutex_unlock(&c->lock);
+	e = next_event(c);
+	put_channel(c);
+	if (!e)
+		return -1;
 	pthread_mutex_lock(&to_cm(e->ev.id)->lock);
 	to_cm(e->ev.id)->pending_events++;
 	pthread_mutex_unlock(&to_cm(e->ev.id)->lock);

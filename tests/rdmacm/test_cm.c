@@ -625,6 +625,65 @@ static void test_default_pd(struct rdma_event_channel *ch)
 	rdma_destroy_id(active);
 }
 
+/* An id destroyed with an event queued takes it away: the channel's fd
+ * is no longer readable, so a program that polls before it reads never
+ * blocks in rdma_get_cm_event for an event that is gone. In CI the
+ * dropped event still counted, and test_cycles hung in such a read. */
+static void test_destroyed_id_events(struct rdma_event_channel *ch)
+{
+	struct sockaddr_in a = addr_of(++port);
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_id *id;
+
+	CHECK_EQ(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
+	CHECK_EQ(poll(&p, 1, 2000), 1); /* ADDR_RESOLVED, not retrieved */
+	rdma_destroy_id(id);
+	CHECK_EQ(poll(&p, 1, 0), 0);
+	CHECK(next_event(ch, 200) == NULL);
+}
+
+/* Destroying a channel that another thread waits on (rping never joins
+ * its CM thread) leaves that thread waiting, as a read of the kernel's
+ * closed channel does, until a signal ends the wait with EINTR; the
+ * channel is freed by the last of the two (ASan and valgrind see a use
+ * after free or a leak). */
+static int waited = 1, wait_errno;
+
+static void *wait_event(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	waited = rdma_get_cm_event(arg, &ev);
+	wait_errno = errno;
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void test_channel_destroyed_under_reader(void)
+{
+	struct rdma_event_channel *c = rdma_create_event_channel();
+	struct sigaction sa = {.sa_handler = on_usr1}; /* no SA_RESTART */
+	pthread_t t;
+
+	CHECK(c != NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (!c || pthread_create(&t, NULL, wait_event, c))
+		return;
+	usleep(50 * 1000); /* the thread is in its wait */
+	rdma_destroy_event_channel(c);
+	usleep(50 * 1000);
+	CHECK_EQ(waited, 1); /* still waiting */
+	pthread_kill(t, SIGUSR1);
+	pthread_join(t, NULL);
+	CHECK_EQ(waited, -1);
+	CHECK_EQ(wait_errno, EINTR);
+}
+
 /* Issue 11 item 11: a connect that arrives between the server's
  * rdma_bind_addr and its rdma_listen waits for the listener instead of
  * being rejected (qperf publishes its port in between). Both sides are in
@@ -772,6 +831,8 @@ int main(void)
 	RUN(test_default_pd(ch), 10);
 	RUN(test_request_before_listen(ch), 30);
 	RUN(test_port_taken_by_tcp(), 10);
+	RUN(test_destroyed_id_events(ch), 10);
+	RUN(test_channel_destroyed_under_reader(), 10);
 	RUN(test_cycles(ch), 120);
 	rdma_destroy_event_channel(ch);
 	return check_report();
