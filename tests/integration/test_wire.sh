@@ -209,14 +209,15 @@ nak_run 2 16
 # checked, every atomic counted; then clean, more of them. Before a
 # message resumed from its first missing packet, a 64 KiB READ here was
 # asked again until its 48-packet window came whole, and 1,000 operations
-# did not end in 150 s; now 7 s.
+# did not end in 150 s; now 7 s. The seed's stream loses at most four
+# packets in a row (test_stress.c MAX_LOSS_RUN).
 stress_ns() { # FAULTS OPS
 	local faults=()
 	[ -z "$1" ] || faults=("UROCE_FAULTS=$1" PAIR_TIMEOUT=13)
 	env "${faults[@]}" UROCE="$UROCE" STRESS_NETNS=$a,$b STRESS_CONF_DIR=$dir STRESS_DEV=roce1 \
 		STRESS_OPS=$2 timeout 250 "$BUILD_DIR/bin/test_stress" 2>&1
 }
-out=$(stress_ns 'loss=10%,dup=5%,reorder=5%,corrupt=1%,seed=11' 1000)
+out=$(stress_ns 'loss=10%,dup=5%,reorder=5%,corrupt=1%,seed=22' 1000)
 expect_status 0 $? "the stress program between the namespaces under faults"
 expect_match "$out" 'received and checked [0-9]+' "under faults, what came was checked"
 printf '%s\n' "$out" | tail -3
