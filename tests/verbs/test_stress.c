@@ -600,11 +600,12 @@ int main(void)
 			return 1;
 		}
 		if (longest_loss_run(&f) > MAX_LOSS_RUN) {
-			fprintf(stderr,
-				"UROCE_FAULTS: seed %llu loses %u packets in a row within %d "
-				"draws, more than RC is asked to ride out here (%d): another seed\n",
-				(unsigned long long)f.seed, longest_loss_run(&f), STREAM_DRAWS,
-				MAX_LOSS_RUN);
+			fprintf(
+			    stderr,
+			    "UROCE_FAULTS: seed %llu loses %u packets in a row within %d "
+			    "draws, more than RC is asked to ride out here (%d): another seed\n",
+			    (unsigned long long)f.seed, longest_loss_run(&f), STREAM_DRAWS,
+			    MAX_LOSS_RUN);
 			return 1;
 		}
 		lossy = 1;
