@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# rsockets (issue 11 item 15): Debian's rstream, riostream and rcopy,
+# unmodified, between two processes under `uroce run`, every byte they
+# check checked. udpong (datagram rsockets over UD) is not implemented:
+# its rsocket fails with EPROTONOSUPPORT, and the test says so.
+. "$(dirname "$0")/lib.sh" 60
+port=$((18000 + ($$ % 500)))
+
+pair() { # DESCRIPTION "SERVER ARGS" "CLIENT ARGS"
+	local p=$((port += 1))
+	run_pair "$1" "$p" "${2//PORT/$p}" "${3//PORT/$p}"
+}
+
+# Each program's default run: latency then bandwidth, 64 B to 1 MiB, on
+# a second connection for the bandwidth half. Non-blocking calls (the
+# programs' default), rpoll (-T a) and the programs' own data checks (-T v).
+for opt in "" "-T a" "-T v" "-T n -T v"; do
+	pair "rstream $opt" "rstream -p PORT $opt" "rstream -s 127.0.0.1 -p PORT $opt"
+	expect_match "$(cat "$PAIR_DIR/cli")" '^1m_bw +1m +100 ' "rstream $opt reaches its 1 MiB bandwidth test"
+done
+# Blocking calls (MSG_WAITALL), on one connection.
+pair "rstream -T b" "rstream -p PORT -T b -T v -S 100000 -C 50 -I 4" \
+	"rstream -s 127.0.0.1 -p PORT -T b -T v -S 100000 -C 50 -I 4"
+expect_match "$(cat "$PAIR_DIR/cli")" '^custom +97k +50 +4 ' "rstream -T b moves its 4 x 50 x 100,000 B"
+
+# riowrite into the peer's riomap'd buffer, the last byte polled for.
+for opt in "" "-T a"; do
+	pair "riostream $opt" "riostream -p PORT $opt" "riostream -s 127.0.0.1 -p PORT $opt"
+	expect_match "$(cat "$PAIR_DIR/cli")" '^1m_bw +1m +100 ' "riostream $opt reaches its 1 MiB bandwidth test"
+done
+
+# rcopy: a 3 MB file, byte for byte. Its server serves for ever.
+src=$PAIR_DIR/src.bin
+head -c 3000000 /dev/urandom >"$src"
+p=$((port += 1))
+(cd "$PAIR_DIR" && exec timeout $T "$UROCE" run rcopy -p $p) >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen $p || bad "rcopy: the server never listened"
+timeout $T "$UROCE" run rcopy "$src" "127.0.0.1:$PAIR_DIR/dst.bin" -p $p >"$PAIR_DIR/cli" 2>&1
+expect_status 0 $? "rcopy client"
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
+if cmp -s "$src" "$PAIR_DIR/dst.bin"; then ok; else bad "rcopy: the copy differs from its source"; fi
+
+# Datagram rsockets: refused with a clear error, not a hang.
+out=$(timeout $T "$UROCE" run udpong -p $((port += 1)) 2>&1)
+expect_match "$out" 'rsocket.*: Protocol not supported' "udpong is told datagram rsockets are not implemented"
+finish
