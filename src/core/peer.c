@@ -172,35 +172,68 @@ void uro_peer_detach(struct uro_peer *p)
 	memset(p, 0, sizeof(*p));
 }
 
-int uro_peer_pipe(struct uro_peer *p, int remote_fd)
+uint64_t uro_fd_ino(int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* The pipe numbered remote_fd in the owner, opened again through /proc
+ * (its owner's user may), if it is still the pipe whose inode is ino. */
+static int open_pipe(const struct uro_peer *p, int remote_fd, uint64_t ino)
 {
 	char path[64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", p->pid, remote_fd);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || (uint64_t)st.st_ino != ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The number is looked up with the pipe's inode: a channel destroyed and
+ * made again can get the same number in its owner, and a write to the
+ * first pipe's copy would wake nobody (rstream -T b slept for ever on
+ * its second connection). */
+int uro_peer_pipe(struct uro_peer *p, int remote_fd, uint64_t ino)
+{
 	int n, fd, i;
 
 	if (p->self)
 		return remote_fd;
 	n = __atomic_load_n(&p->nfds, __ATOMIC_ACQUIRE);
 	for (i = 0; i < n; i++)
-		if (__atomic_load_n(&p->fds[i].remote, __ATOMIC_ACQUIRE) == remote_fd)
+		if (__atomic_load_n(&p->fds[i].remote, __ATOMIC_ACQUIRE) == remote_fd &&
+		    __atomic_load_n(&p->fds[i].ino, __ATOMIC_ACQUIRE) == ino)
 			return p->fds[i].local;
-	/* A pipe can be opened again through /proc by its owner's user. */
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", p->pid, remote_fd);
-	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	fd = open_pipe(p, remote_fd, ino);
 	if (fd < 0)
 		return -1;
 	pthread_mutex_lock(&p->fds_lock);
-	for (i = 0; i < p->nfds && p->fds[i].remote != remote_fd && p->fds[i].remote != -1; i++)
+	/* The entry for this number, else a retired one, else a new one. */
+	for (i = 0; i < p->nfds && p->fds[i].remote != remote_fd; i++)
 		;
-	if (i < p->nfds && p->fds[i].remote == remote_fd) { /* another thread was first */
-		close(fd);
+	if (i == p->nfds)
+		for (i = 0; i < p->nfds && p->fds[i].remote != -1; i++)
+			;
+	if (i < p->nfds && p->fds[i].remote == remote_fd && p->fds[i].ino == ino) {
+		close(fd); /* another thread was first */
 		fd = p->fds[i].local;
-	} else if (i < p->nfds) { /* a retired entry: its number is reused */
+	} else if (i < p->nfds) { /* a retired entry, or the number's old pipe */
+		__atomic_store_n(&p->fds[i].remote, -1, __ATOMIC_RELEASE);
 		(void)dup3(fd, p->fds[i].local, O_CLOEXEC);
 		close(fd);
 		fd = p->fds[i].local;
+		__atomic_store_n(&p->fds[i].ino, ino, __ATOMIC_RELEASE);
 		__atomic_store_n(&p->fds[i].remote, remote_fd, __ATOMIC_RELEASE);
 	} else if (i < URO_PEER_FDS) {
 		p->fds[i].local = fd;
+		p->fds[i].ino = ino;
 		p->fds[i].remote = remote_fd;
 		__atomic_store_n(&p->nfds, i + 1, __ATOMIC_RELEASE);
 	} else {

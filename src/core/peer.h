@@ -33,6 +33,7 @@ struct uro_peer {
 	struct {
 		int remote; /* -1: retired, the local number free for reuse */
 		int local;
+		uint64_t ino; /* the pipe's: the owner may reuse the number */
 	} fds[URO_PEER_FDS];
 	pthread_mutex_t fds_lock;
 };
@@ -50,8 +51,11 @@ void uro_peer_self(struct uro_peer *p, struct uro_segment *own, unsigned slot);
 void uro_peer_detach(struct uro_peer *p);
 
 /* An fd of this process that writes into the owner's pipe numbered
- * remote_fd, or -1. */
-int uro_peer_pipe(struct uro_peer *p, int remote_fd);
+ * remote_fd whose inode is ino, or -1. */
+int uro_peer_pipe(struct uro_peer *p, int remote_fd, uint64_t ino);
+/* The inode of the file fd is open on (0 when it cannot be read): what
+ * names an owner's pipe for uro_peer_pipe. */
+uint64_t uro_fd_ino(int fd);
 
 /* Every index and offset read from a segment is checked before use: the
  * owner's process wrote it, and nothing it writes may make this one read

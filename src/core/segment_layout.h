@@ -131,7 +131,10 @@ struct uro_seg_cq {
 	uint64_t token;		 /* what the channel carries: the owner's CQ */
 	uint32_t ignore_overrun; /* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: no CQ_ERR */
 	uint32_t serial;	 /* as the QP's */
-	uint8_t reserved[16];
+	/* The pipe's inode: channel_wfd is a number, which the owner may
+	 * give to a new channel's pipe once this one is destroyed. */
+	uint64_t channel_ino;
+	uint8_t reserved[8];
 };
 
 struct uro_seg_srq {
@@ -203,7 +206,9 @@ struct uro_seg_header {
 	 * processes (UROCE_TRANSPORT=roce, UROCE_FAULTS, UROCE_PCAP): a peer
 	 * connecting to one of them must take it too (wire_qp.c). */
 	uint32_t wire_forced;
-	uint8_t reserved[52];
+	uint32_t pad;
+	uint64_t async_ino; /* async_wfd's pipe (see uro_seg_cq.channel_ino) */
+	uint8_t reserved[40];
 };
 
 _Static_assert(sizeof(struct uro_seg_qp) == 256, "QP entry size");

@@ -160,9 +160,9 @@ static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
 	return n;
 }
 
-static void write_pipe(struct uro_peer *p, int remote_fd, const void *buf, size_t len)
+static void write_pipe(struct uro_peer *p, int remote_fd, uint64_t ino, const void *buf, size_t len)
 {
-	int fd = remote_fd >= 0 ? uro_peer_pipe(p, remote_fd) : -1;
+	int fd = remote_fd >= 0 ? uro_peer_pipe(p, remote_fd, ino) : -1;
 
 	if (fd < 0 || write_nosigpipe(fd, buf, len) != (ssize_t)len)
 		uro_debug("cannot notify process %d (fd %d): %s", p->pid, remote_fd,
@@ -175,7 +175,7 @@ void uro_raise_event(struct uro_peer *p, enum ibv_event_type type, uint32_t inde
 	struct uro_event_record r = {
 	    .token = token, .type = (uint32_t)type, .index = index, .serial = serial};
 
-	write_pipe(p, p->hdr->async_wfd, &r, sizeof(r));
+	write_pipe(p, p->hdr->async_wfd, p->hdr->async_ino, &r, sizeof(r));
 }
 
 /* A completion counts where its QP's owner can read it (`uroce stat`):
@@ -230,7 +230,8 @@ void uro_deliver(struct uro_peer *p, uint32_t cq_index, const struct uro_cqe *e,
 	/* A CQ without a channel wakes nobody: no fence, no arm to take. */
 	if (__atomic_load_n(&cq->channel_wfd, __ATOMIC_RELAXED) >= 0 &&
 	    uro_cq_take_arm(cq, solicited || e->status != IBV_WC_SUCCESS))
-		write_pipe(p, cq->channel_wfd, &cq->token, sizeof(cq->token));
+		write_pipe(p, cq->channel_wfd, __atomic_load_n(&cq->channel_ino, __ATOMIC_RELAXED),
+			   &cq->token, sizeof(cq->token));
 }
 
 void uro_flush_rq(struct uro_peer *p, struct uro_seg_qp *qp)

@@ -184,6 +184,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		goto fail;
 	uro_peer_self(&ctx->self, &ctx->seg, ctx->slot.slot);
 	ctx->self.hdr->async_wfd = ctx->async_wfd;
+	ctx->self.hdr->async_ino = uro_fd_ino(ctx->async_wfd);
 	ctx->self.hdr->wire_forced = (uint32_t)uro_wire_forced();
 	ctx->peers[ctx->slot.slot] = &ctx->self;
 	uro_context_set_ops(ctx);

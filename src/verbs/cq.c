@@ -334,6 +334,7 @@ static struct ibv_cq_ex *cq_create(struct ibv_context *context, int cqe, void *c
 	cq->pub->token = (uintptr_t)cq;
 	cq->pub->serial = uro_next_serial(ctx);
 	cq->pub->channel_wfd = channel ? to_uchannel(channel)->wfd : -1;
+	cq->pub->channel_ino = channel ? uro_fd_ino(to_uchannel(channel)->wfd) : 0;
 	cq->pub->ignore_overrun = (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) != 0;
 	__atomic_store_n(&cq->pub->in_use, 1, __ATOMIC_RELEASE);
 	if (channel)

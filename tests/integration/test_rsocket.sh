@@ -18,10 +18,16 @@ for opt in "" "-T a" "-T v" "-T n -T v"; do
 	pair "rstream $opt" "rstream -p PORT $opt" "rstream -s 127.0.0.1 -p PORT $opt"
 	expect_match "$(cat "$PAIR_DIR/cli")" '^1m_bw +1m +100 ' "rstream $opt reaches its 1 MiB bandwidth test"
 done
-# Blocking calls (MSG_WAITALL), on one connection.
+# Blocking calls (MSG_WAITALL), on one connection, then rstream's two.
+# The second connection's completion channel took the first one's fd
+# number in the server, and the client's notification went to the first
+# one's pipe: the server slept for ever (4 runs of 4) until a peer's pipe
+# was known by its inode too (peer.c uro_peer_pipe).
 pair "rstream -T b" "rstream -p PORT -T b -T v -S 100000 -C 50 -I 4" \
 	"rstream -s 127.0.0.1 -p PORT -T b -T v -S 100000 -C 50 -I 4"
 expect_match "$(cat "$PAIR_DIR/cli")" '^custom +97k +50 +4 ' "rstream -T b moves its 4 x 50 x 100,000 B"
+pair "rstream -T b" "rstream -p PORT -T b" "rstream -s 127.0.0.1 -p PORT -T b"
+expect_match "$(cat "$PAIR_DIR/cli")" '^1m_bw +1m +100 ' "rstream -T b reaches its 1 MiB bandwidth test"
 
 # riowrite into the peer's riomap'd buffer, the last byte polled for.
 for opt in "" "-T a"; do

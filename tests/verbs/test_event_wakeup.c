@@ -4,11 +4,12 @@
  * finding it empty (ibv_req_notify_cq(3)'s arm, poll, wait loop). A
  * completion published while the arm is being set must still wake its
  * waiter: a lost one stalls a round trip, and the test counts it after a
- * 2-second wait instead of hanging. */
+ * 2-second wait instead of hanging. Then a channel made again. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "../check.h"
 #include "pair.h"
@@ -25,26 +26,42 @@ struct pinger {
 
 static struct pinger P[2];
 
-static int setup(struct pinger *p)
+/* The receive side's channel, CQ and QP: made again by
+ * test_channel_made_again. */
+static int make_queues(struct pinger *p)
 {
 	struct ibv_qp_init_attr init = {
 	    .qp_type = IBV_QPT_RC,
 	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
 
-	p->s.ctx = open_dev("uroce0");
-	if (!p->s.ctx)
-		return -1;
-	p->s.pd = ibv_alloc_pd(p->s.ctx);
 	p->ch = ibv_create_comp_channel(p->s.ctx);
-	p->s.cq = ibv_create_cq(p->s.ctx, 8, NULL, NULL, 0);
-	p->rcq = ibv_create_cq(p->s.ctx, 8, NULL, p->ch, 0);
-	p->s.mr = ibv_reg_mr(p->s.pd, p->s.buf, 64, IBV_ACCESS_LOCAL_WRITE);
-	if (!p->s.pd || !p->ch || !p->s.cq || !p->rcq || !p->s.mr)
+	p->rcq = p->ch ? ibv_create_cq(p->s.ctx, 8, NULL, p->ch, 0) : NULL;
+	if (!p->rcq)
 		return -1;
 	init.send_cq = p->s.cq;
 	init.recv_cq = p->rcq;
 	p->s.qp = ibv_create_qp(p->s.pd, &init);
 	return p->s.qp ? 0 : -1;
+}
+
+static void drop_queues(struct pinger *p)
+{
+	ibv_destroy_qp(p->s.qp);
+	ibv_destroy_cq(p->rcq);
+	ibv_destroy_comp_channel(p->ch);
+}
+
+static int setup(struct pinger *p)
+{
+	p->s.ctx = open_dev("uroce0");
+	if (!p->s.ctx)
+		return -1;
+	p->s.pd = ibv_alloc_pd(p->s.ctx);
+	p->s.cq = ibv_create_cq(p->s.ctx, 8, NULL, NULL, 0);
+	p->s.mr = ibv_reg_mr(p->s.pd, p->s.buf, 64, IBV_ACCESS_LOCAL_WRITE);
+	if (!p->s.pd || !p->s.cq || !p->s.mr)
+		return -1;
+	return make_queues(p);
 }
 
 static int send_one(struct pinger *p)
@@ -113,6 +130,41 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* A channel destroyed and made again gets the same fd numbers in its
+ * process: a peer that had notified the first one's pipe must notify the
+ * new one's, not the old pipe it still held (rstream -T b's server slept
+ * for ever on its second connection). */
+static void *waiter(void *arg)
+{
+	struct pinger *p = arg;
+
+	p->errors += wait_recv(p) != 0;
+	return NULL;
+}
+
+static void test_channel_made_again(void)
+{
+	int old_fd = P[1].ch->fd;
+	pthread_t t;
+
+	for (int i = 0; i < 2; i++) {
+		drop_queues(&P[i]);
+		CHECK_EQ(make_queues(&P[i]), 0);
+	}
+	CHECK_EQ(P[1].ch->fd, old_fd); /* the case at hand: the number again */
+	CHECK_EQ(qp_connect(P[0].s.qp, P[1].s.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(qp_connect(P[1].s.qp, P[0].s.qp->qp_num, 7, 1), 0);
+	P[1].stalls = 0;
+	CHECK_EQ(post_recv_buf(&P[1].s, 1, P[1].s.buf, 16), 0);
+	/* The receiver armed and asleep first, so that the SEND must wake it. */
+	pthread_create(&t, NULL, waiter, &P[1]);
+	usleep(200 * 1000);
+	CHECK_EQ(send_one(&P[0]), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ(P[1].errors, 0);
+	CHECK_EQ(P[1].stalls, 0);
+}
+
 int main(void)
 {
 	pthread_t t[2];
@@ -130,12 +182,11 @@ int main(void)
 		pthread_join(t[i], NULL);
 	CHECK_EQ(P[0].stalls + P[1].stalls, 0);
 	CHECK_EQ(P[0].errors + P[1].errors, 0);
+	test_channel_made_again();
 	for (int i = 0; i < 2; i++) {
-		ibv_destroy_qp(P[i].s.qp);
+		drop_queues(&P[i]);
 		ibv_dereg_mr(P[i].s.mr);
-		ibv_destroy_cq(P[i].rcq);
 		ibv_destroy_cq(P[i].s.cq);
-		ibv_destroy_comp_channel(P[i].ch);
 		ibv_dealloc_pd(P[i].s.pd);
 		ibv_close_device(P[i].s.ctx);
 	}
