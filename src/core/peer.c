@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cq_ring.h"
 #include "registry.h"
 
 /* The tables sit where every segment has them; a header's own offsets,
@@ -33,6 +36,7 @@ void uro_peer_self(struct uro_peer *p, struct uro_segment *own, unsigned slot)
 	p->slot = slot;
 	p->pid = getpid();
 	p->self = 1;
+	p->pidfd = -1;
 	p->base = own->base;
 	p->size = own->size;
 	set_tables(p);
@@ -111,24 +115,76 @@ static int reachable(const char *dir, unsigned slot, struct uro_slot_record *rec
 	       (!(prot & PROT_WRITE) || rec->netns == uro_registry_netns());
 }
 
+static void close_pidfd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Whether the process behind pidfd has exited; a kernel without pidfds
+ * (before 5.3) leaves only the failed copies to tell. */
+static int exited(int pidfd)
+{
+	struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+
+	return pidfd >= 0 && poll(&pfd, 1, 0) == 1;
+}
+
+/* A replaced owner's pidfd keeps its number, as its pipes do: another
+ * thread may be polling it. */
+static void set_pidfd(struct uro_peer *p, int pidfd)
+{
+	if (pidfd >= 0 && p->pidfd >= 0) {
+		(void)dup3(pidfd, p->pidfd, O_CLOEXEC);
+		close(pidfd);
+	} else if (pidfd >= 0) {
+		p->pidfd = pidfd;
+	}
+	__atomic_store_n(&p->alive_until_ns, uro_now_ns() + URO_PEER_ALIVE_NS, __ATOMIC_RELAXED);
+}
+
+int uro_peer_alive(struct uro_peer *p)
+{
+	uint64_t now;
+
+	if (p->self)
+		return 1;
+	now = uro_now_ns();
+	if (now < __atomic_load_n(&p->alive_until_ns, __ATOMIC_RELAXED))
+		return 1;
+	if (exited(p->pidfd)) {
+		__atomic_store_n(&p->dead, 1, __ATOMIC_RELEASE);
+		return 0;
+	}
+	__atomic_store_n(&p->alive_until_ns, now + URO_PEER_ALIVE_NS, __ATOMIC_RELAXED);
+	return 1;
+}
+
 static int attach(struct uro_peer *p, const char *registry_dir, unsigned slot, int prot)
 {
 	struct uro_slot_record rec;
 	size_t size = uro_seg_size();
 	int fixed = p->base != NULL && !p->self;
 	void *base;
-	int fd = -1, err;
+	int fd = -1, pidfd, err;
 
 	if (!fixed) {
 		memset(p, 0, sizeof(*p));
 		pthread_mutex_init(&p->fds_lock, NULL);
+		p->pidfd = -1;
 	}
 	p->slot = slot;
 	if (!reachable(registry_dir, slot, &rec, prot))
 		return -ESRCH;
+	/* Opened before the segment: if the process is still running once
+	 * its segment is mapped, the pidfd names the segment's owner and not
+	 * a later holder of its pid. */
+	pidfd = (int)syscall(SYS_pidfd_open, rec.pid, 0);
 	err = open_segment(&rec, &fd);
-	if (err)
+	if (err) {
+		close_pidfd(pidfd);
 		return err;
+	}
 	/* Over the old mapping when there is one: a thread still acting on
 	 * the previous owner then reads the new tables (every index in them
 	 * is checked at use), never an unmapped page. */
@@ -137,13 +193,15 @@ static int attach(struct uro_peer *p, const char *registry_dir, unsigned slot, i
 	close(fd);
 	if (base == MAP_FAILED)
 		return -errno;
-	if (!header_ok(base, slot, rec.pid)) {
+	if (!header_ok(base, slot, rec.pid) || exited(pidfd)) {
 		if (!fixed)
 			munmap(base, size);
+		close_pidfd(pidfd);
 		return -ESRCH;
 	}
 	if (fixed)
 		retire_pipes(p);
+	set_pidfd(p, pidfd);
 	__atomic_store_n(&p->pid, rec.pid, __ATOMIC_RELEASE);
 	p->base = base;
 	p->size = size;
@@ -169,7 +227,9 @@ void uro_peer_detach(struct uro_peer *p)
 			close(p->fds[i].local);
 	if (p->base && !p->self)
 		munmap(p->base, p->size);
+	close_pidfd(p->pidfd);
 	memset(p, 0, sizeof(*p));
+	p->pidfd = -1;
 }
 
 uint64_t uro_fd_ino(int fd)

@@ -18,6 +18,11 @@ struct uro_peer {
 	pid_t pid;
 	int self; /* the context's own segment: nothing to unmap */
 	int dead; /* the process is gone: every request to it fails */
+	/* The owner's process as the kernel knows it (pidfd_open(2)), or -1:
+	 * readable once it has exited. Looked at once per URO_PEER_ALIVE_NS,
+	 * not per request (uro_peer_alive). */
+	int pidfd;
+	uint64_t alive_until_ns;
 	uint8_t *base;
 	size_t size;
 	uint64_t arena_off; /* where its rings may be */
@@ -49,6 +54,14 @@ int uro_peer_attach(struct uro_peer *p, const char *registry_dir, unsigned slot)
 int uro_peer_observe(struct uro_peer *p, const char *registry_dir, unsigned slot);
 void uro_peer_self(struct uro_peer *p, struct uro_segment *own, unsigned slot);
 void uro_peer_detach(struct uro_peer *p);
+
+/* Whether p's process may still be running: 0 once it has exited, even
+ * without closing its context (a crash, _exit). A request served only
+ * from its segment's memory (a staged SEND, an atomic) makes no system
+ * call that would say so, and a NIC never completes a request to a QP
+ * whose process is gone. Checked at most once per URO_PEER_ALIVE_NS. */
+#define URO_PEER_ALIVE_NS 1000000ull
+int uro_peer_alive(struct uro_peer *p);
 
 /* An fd of this process that writes into the owner's pipe numbered
  * remote_fd whose inode is ino, or -1. */

@@ -210,10 +210,10 @@ static unsigned slot_of(uint32_t qpn, int *err)
 	return *err ? 0 : slot;
 }
 
-static int usable(const struct uro_peer *p)
+static int usable(struct uro_peer *p)
 {
 	return p && !__atomic_load_n(&p->dead, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&p->hdr->closed, __ATOMIC_ACQUIRE);
+	       !__atomic_load_n(&p->hdr->closed, __ATOMIC_ACQUIRE) && uro_peer_alive(p);
 }
 
 /* Attaches the slot's owner, or replaces the cached one in place (a peer

@@ -374,7 +374,10 @@ static void reset_queues(struct uro_qp *qp)
 }
 
 /* A connected QP's peer must be one cross-memory attach can reach: another
- * user's process is refused now, not at the first send (design.md 4). */
+ * user's process is refused now, not at the first send (design.md 4). The
+ * slot's owner is looked up afresh: a process that left without closing
+ * may have been cached, and its successor in the slot can have a QP of
+ * the same number (test_liveness, test_successor_of_vanished_peer). */
 static int peer_check(struct uro_context *ctx, struct ibv_qp *qp, const struct ibv_qp_attr *a,
 		      int mask)
 {
@@ -382,7 +385,7 @@ static int peer_check(struct uro_context *ctx, struct ibv_qp *qp, const struct i
 
 	if (!(mask & IBV_QP_DEST_QPN) || qp->qp_type == IBV_QPT_UD)
 		return 0;
-	if (uro_peer_of(ctx, a->dest_qp_num, &err))
+	if (uro_peer_refresh(ctx, a->dest_qp_num, &err))
 		return 0;
 	/* A slot held here that no process of ours holds is another user's
 	 * (registry.h); asked here, not on every attach that fails. */

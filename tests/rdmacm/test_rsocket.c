@@ -2,8 +2,9 @@
  * on that Debian's rstream and rcopy do not reach: the end of the stream
  * after everything sent, MSG_PEEK, EAGAIN and EINPROGRESS, rpoll over an
  * rsocket and a pipe together, a refused connect (blocking and not), a
- * large blocking send against a reader slower than its credits, and the
- * errors of misuse. The passive side is a forked process. */
+ * large blocking send against a reader slower than its credits, a client
+ * that connects again at once, and the errors of misuse. The passive side
+ * is a forked process. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -199,6 +200,46 @@ static void test_poll_and_nonblocking(void)
 	close(pipefd[1]);
 }
 
+/* rstream's pattern: a connection, both ends shut down and close it, and
+ * the client connects again at once, to a server child forked after the
+ * previous test's child exited without closing its context: the new child
+ * took that one's slot and QP number, and this process's first SEND went
+ * to the old child's segment (test_liveness, test_successor_of_vanished_peer). */
+static int serve_twice(int l)
+{
+	for (int i = 0; i < 2; i++) {
+		int a = raccept(l, NULL, NULL);
+		char c[16];
+
+		if (a < 0 || rrecv(a, c, 16, MSG_WAITALL) != 16 || rsend(a, c, 16, 0) != 16)
+			return 1 + i;
+		rshutdown(a, SHUT_RDWR);
+		rclose(a);
+	}
+	return 0;
+}
+
+static void test_reconnect(void)
+{
+	pid_t pid = spawn(port + 3, serve_twice);
+	char c[16] = "0123456789abcdef", back[16];
+	int status;
+
+	CHECK(pid > 0);
+	for (int i = 0; i < 2; i++) {
+		int s = connect_to(port + 3);
+
+		CHECK(s >= 0);
+		CHECK_EQ(rsend(s, c, 16, 0), 16);
+		CHECK_EQ(rrecv(s, back, 16, MSG_WAITALL), 16);
+		CHECK(memcmp(c, back, 16) == 0);
+		rshutdown(s, SHUT_RDWR);
+		rclose(s);
+	}
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* Nobody listens: ECONNREFUSED, blocking or through SO_ERROR. */
 static void test_refused(void)
 {
@@ -262,5 +303,6 @@ int main(void)
 	RUN(test_refused(), 20);
 	RUN(test_stream_and_end(), 60);
 	RUN(test_poll_and_nonblocking(), 30);
+	RUN(test_reconnect(), 30);
 	return check_report();
 }

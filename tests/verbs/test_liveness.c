@@ -180,11 +180,31 @@ static void test_stopped_atomic_holder(void)
 
 /* One short-lived peer: a child that opens its own context (so the slot a
  * previous child left is its), connects an RC QP to ours, lets us write to
- * its buffer, and then exits cleanly or is killed. */
+ * its buffer or send to it, and then exits cleanly, or is killed, or
+ * leaves without closing (_exit, as a crash would). Its receives are in a
+ * region without remote access, where a small SEND is staged in its
+ * segment and placed by its poll (staged_payload.c): reaching it makes no
+ * system call that would fail if it had gone. */
 struct child_info {
 	uint32_t qpn, rkey;
 	uint64_t addr;
 };
+
+enum { CHILD_CLOSES = 1, CHILD_REPORTS = 2 }; /* the last byte the child reads */
+
+/* n receives of 64 bytes each in mr, which starts 1 KiB into s's buffer. */
+static int post_recvs(struct side *s, struct ibv_mr *mr, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = {
+		    .addr = (uintptr_t)s->buf + 1024 + 64 * i, .length = 64, .lkey = mr->lkey};
+		struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
+
+		if (ibv_post_recv(s->qp, &wr, &bad))
+			return -1;
+	}
+	return 0;
+}
 
 static pid_t start_child(int to_parent, int from_parent)
 {
@@ -193,22 +213,46 @@ static pid_t start_child(int to_parent, int from_parent)
 	if (pid == 0) {
 		static struct side C;
 		struct child_info ci;
+		struct ibv_mr *local;
+		struct ibv_wc wc;
 		uint32_t peer_qpn;
+		uint8_t how, got;
 
 		if (side_open(&C, IBV_QPT_RC, 16, CAP))
 			_exit(1);
+		local = ibv_reg_mr(C.pd, C.buf + 1024, 128, IBV_ACCESS_LOCAL_WRITE);
 		ci.qpn = C.qp->qp_num;
 		ci.rkey = C.mr->rkey;
 		ci.addr = (uintptr_t)C.buf;
-		if (write(to_parent, &ci, sizeof(ci)) != sizeof(ci) ||
+		if (!local || write(to_parent, &ci, sizeof(ci)) != sizeof(ci) ||
 		    read(from_parent, &peer_qpn, 4) != 4 || qp_connect(C.qp, peer_qpn, 7, 1) ||
-		    write(to_parent, "c", 1) != 1 || read(from_parent, &peer_qpn, 1) != 1)
+		    post_recvs(&C, local, 2) || write(to_parent, "c", 1) != 1 ||
+		    read(from_parent, &how, 1) != 1)
 			_exit(1);
-		if (peer_qpn & 1) /* told to go cleanly */
+		if (how & CHILD_REPORTS) { /* the status of the receive, 0xff for none */
+			got = poll_one(C.cq, &wc) == 1 ? (uint8_t)wc.status : 0xff;
+			if (write(to_parent, &got, 1) != 1)
+				_exit(1);
+		}
+		if (how & CHILD_CLOSES)
 			side_close(&C);
 		_exit(0);
 	}
 	return pid;
+}
+
+/* A 16-byte SEND on qp: the completion's status, or -1 for none. */
+static int small_send(struct ibv_qp *qp)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)S.buf, .length = 16, .lkey = S.mr->lkey};
+	struct ibv_send_wr wr = {
+	    .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(qp, &wr, &bad) || poll_one(S.cq, &wc) != 1)
+		return -1;
+	return (int)wc.status;
 }
 
 static int write_to(struct ibv_qp *qp, const struct child_info *ci)
@@ -228,6 +272,35 @@ static int write_to(struct ibv_qp *qp, const struct child_info *ci)
 	return (int)wc.status;
 }
 
+/* A child started and connected to a new QP of ours, as test_successive_peers
+ * does it; *qp is that QP. */
+static pid_t connected_child(struct ibv_qp **qp, int up[2], int down[2], struct child_info *ci)
+{
+	struct ibv_qp_init_attr init = {
+	    .send_cq = S.cq, .recv_cq = S.cq, .qp_type = IBV_QPT_RC, .cap = CAP};
+	pid_t pid;
+	char c;
+
+	*qp = ibv_create_qp(S.pd, &init);
+	if (!*qp || pipe(up) || pipe(down))
+		return -1;
+	pid = start_child(up[1], down[0]);
+	/* The child's ends, so that a child gone early is an end of file. */
+	close(up[1]);
+	close(down[0]);
+	up[1] = down[0] = -1;
+	if (read(up[0], ci, sizeof(*ci)) != sizeof(*ci) || qp_connect(*qp, ci->qpn, 7, 1) ||
+	    write(down[1], &(*qp)->qp_num, 4) != 4 || read(up[0], &c, 1) != 1)
+		return -1;
+	return pid;
+}
+
+static void close_pipes(int up[2], int down[2])
+{
+	close(up[0]);
+	close(down[1]);
+}
+
 /* Issue 9 item 12: a long-lived process talks to successive short-lived
  * peers that get the same registry slot (and so the same QPNs), each on a
  * new QP of its own as a server makes one per client (rping -s -P); each
@@ -235,42 +308,92 @@ static int write_to(struct ibv_qp *qp, const struct child_info *ci)
  * killed. */
 static void test_successive_peers(void)
 {
-	struct ibv_qp_init_attr init = {
-	    .send_cq = S.cq, .recv_cq = S.cq, .qp_type = IBV_QPT_RC, .cap = CAP};
 	struct ibv_qp *qps[4] = {0};
 	unsigned first_slot = 0;
 
 	for (int i = 0; i < 4; i++) {
 		int up[2], down[2];
 		struct child_info ci;
-		uint8_t how = (uint8_t)(i & 1);
-		char c;
-		pid_t pid;
+		uint8_t how = (uint8_t)(i & 1 ? CHILD_CLOSES : 0);
+		pid_t pid = connected_child(&qps[i], up, down, &ci);
 
-		qps[i] = ibv_create_qp(S.pd, &init);
-		if (!qps[i] || pipe(up) || pipe(down))
+		CHECK(pid > 0);
+		if (pid <= 0)
 			break;
-		pid = start_child(up[1], down[0]);
-		CHECK_EQ(read(up[0], &ci, sizeof(ci)), (ssize_t)sizeof(ci));
 		if (i == 0)
 			first_slot = ci.qpn >> 12;
 		CHECK_EQ(ci.qpn >> 12, first_slot); /* the slot is reused */
-		CHECK_EQ(qp_connect(qps[i], ci.qpn, 7, 1), 0);
-		CHECK_EQ(write(down[1], &qps[i]->qp_num, 4), 4);
-		CHECK_EQ(read(up[0], &c, 1), 1);
 		CHECK_EQ(write_to(qps[i], &ci), IBV_WC_SUCCESS);
 		CHECK_EQ(write(down[1], &how, 1), 1);
-		if (!how)
+		if (!(how & CHILD_CLOSES))
 			kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		close(up[0]);
-		close(up[1]);
-		close(down[0]);
-		close(down[1]);
+		close_pipes(up, down);
 	}
 	for (int i = 0; i < 4; i++)
 		if (qps[i])
 			ibv_destroy_qp(qps[i]);
+}
+
+/* Successive peers that leave without closing their context (a crash, or
+ * rsocket test's children that _exit), each reached by a QP of ours made
+ * again with the same number. The previous child's segment, still mapped
+ * here, held a QP of the same number connected to ours: the first SEND to
+ * the new child was staged there and completed successfully, and the new
+ * child never saw it (an rsocket reconnect after an rpoll test hung). A
+ * connection looks its peer up again (qp.c peer_check), so the SEND lands
+ * at once: the ACK timeout here (4,096 us x 2^31) leaves no retransmission
+ * to do it. */
+static void test_successor_of_vanished_peer(void)
+{
+	uint32_t first_qpn = 0;
+
+	setenv("PAIR_TIMEOUT", "31", 1);
+	for (int i = 0; i < 3; i++) {
+		int up[2], down[2];
+		uint8_t how = CHILD_REPORTS, got = 0xfe;
+		struct child_info ci;
+		struct ibv_qp *qp;
+		pid_t pid = connected_child(&qp, up, down, &ci);
+
+		CHECK(pid > 0);
+		if (pid <= 0)
+			break;
+		if (i == 0)
+			first_qpn = qp->qp_num;
+		CHECK_EQ(qp->qp_num, first_qpn);
+		CHECK_EQ(small_send(qp), IBV_WC_SUCCESS);
+		CHECK_EQ(write(down[1], &how, 1), 1);
+		CHECK_EQ(read(up[0], &got, 1), 1);
+		CHECK_EQ(got, IBV_WC_SUCCESS); /* the child's receive completed */
+		waitpid(pid, NULL, 0);
+		close_pipes(up, down);
+		ibv_destroy_qp(qp);
+	}
+	unsetenv("PAIR_TIMEOUT");
+}
+
+/* A peer killed while connected: a small SEND to it afterwards, which
+ * would be staged in its segment with no system call to fail, ends as
+ * a NIC ends a request to a QP that no longer answers: RETRY_EXC_ERR once
+ * retry_cnt retransmissions went unanswered. It completed successfully. */
+static void test_send_to_killed_peer(void)
+{
+	int up[2], down[2];
+	struct child_info ci;
+	struct ibv_qp *qp;
+	pid_t pid = connected_child(&qp, up, down, &ci);
+
+	CHECK(pid > 0);
+	if (pid <= 0)
+		return;
+	CHECK_EQ(small_send(qp), IBV_WC_SUCCESS);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	usleep(10000); /* past the time a peer is believed alive unchecked */
+	CHECK_EQ(small_send(qp), IBV_WC_RETRY_EXC_ERR);
+	close_pipes(up, down);
+	ibv_destroy_qp(qp);
 }
 
 struct racer {
@@ -437,6 +560,8 @@ int main(void)
 	test_producer_died_mid_entry();
 	test_stopped_atomic_holder();
 	test_successive_peers();
+	test_successor_of_vanished_peer();
+	test_send_to_killed_peer();
 	test_threads_reach_new_peer();
 	test_retry_while_asleep();
 	side_close(&S);
