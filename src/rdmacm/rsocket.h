@@ -130,8 +130,8 @@ ssize_t rs_send(struct rsock *rs, const void *buf, size_t len, int flags);
 ssize_t rs_recv(struct rsock *rs, void *buf, size_t len, int flags);
 ssize_t rs_write_remote(struct rsock *rs, const void *buf, size_t len, uint64_t addr, uint32_t rkey,
 			int flags);
-int rs_readable(struct rsock *rs);
-int rs_writable(struct rsock *rs);
+int rs_readable(const struct rsock *rs);
+int rs_writable(const struct rsock *rs);
 
 /* rsocket.c: the descriptor's rsocket, if it is one (unlocked). */
 struct rsock *rs_find(int fd);

@@ -25,6 +25,7 @@ static short rs_events(struct rsock *rs)
 			return rs_events(rs);
 		return rs->state == RS_FAILED ? POLLOUT | POLLERR : 0;
 	case RS_CONNECTED:
+		rs_progress(rs);
 		return (short)((rs_readable(rs) ? POLLIN : 0) | (rs_writable(rs) ? POLLOUT : 0) |
 			       (rs->disconnected ? POLLHUP : 0));
 	case RS_FAILED:

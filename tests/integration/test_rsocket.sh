@@ -28,6 +28,10 @@ pair "rstream -T b" "rstream -p PORT -T b -T v -S 100000 -C 50 -I 4" \
 expect_match "$(cat "$PAIR_DIR/cli")" '^custom +97k +50 +4 ' "rstream -T b moves its 4 x 50 x 100,000 B"
 pair "rstream -T b" "rstream -p PORT -T b" "rstream -s 127.0.0.1 -p PORT -T b"
 expect_match "$(cat "$PAIR_DIR/cli")" '^1m_bw +1m +100 ' "rstream -T b reaches its 1 MiB bandwidth test"
+# rpoll before each blocking call: rpoll once slept with a message queued
+# (rsocket_poll.c rs_events), and rstream stalled in its 64 B latency test.
+pair "rstream -T a -T b" "rstream -p PORT -T a -T b" "rstream -s 127.0.0.1 -p PORT -T a -T b"
+expect_match "$(cat "$PAIR_DIR/cli")" '^1m_bw +1m +100 ' "rstream -T a -T b reaches its 1 MiB bandwidth test"
 
 # riowrite into the peer's riomap'd buffer, the last byte polled for.
 for opt in "" "-T a"; do

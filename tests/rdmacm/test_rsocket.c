@@ -3,7 +3,8 @@
  * after everything sent, MSG_PEEK, EAGAIN and EINPROGRESS, rpoll over an
  * rsocket and a pipe together, a refused connect (blocking and not), a
  * large blocking send against a reader slower than its credits, a client
- * that connects again at once, and the errors of misuse. The passive side
+ * that connects again at once, rpoll before every blocking call, and the
+ * errors of misuse. The passive side
  * is a forked process. */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -240,6 +241,56 @@ static void test_reconnect(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* rstream -T a -T b's step: rpoll for the direction, then the blocking
+ * call. rpoll asked readability and writability each after progress of
+ * its own: a message taken while writability was asked was not seen as
+ * readable, and rpoll slept with it queued (within 2,500 exchanges in
+ * every run of rstream). */
+#define PINGS 5000
+
+static int pollwait(int s, short events)
+{
+	struct pollfd p = {.fd = s, .events = events};
+
+	return rpoll(&p, 1, 5000) == 1 && (p.revents & events) ? 0 : -1;
+}
+
+static int ping(int s, int first_send)
+{
+	char c = 'p';
+
+	for (int i = 0; i < PINGS; i++)
+		for (int half = 0; half < 2; half++) {
+			int sending = half == !first_send;
+
+			if (pollwait(s, sending ? POLLOUT : POLLIN) ||
+			    (sending ? rsend(s, &c, 1, 0) : rrecv(s, &c, 1, MSG_WAITALL)) != 1)
+				return -1;
+		}
+	return 0;
+}
+
+/* rclose before the exit: it waits for the last pong to be sent, which
+ * over RoCE may still be on its way when ping returns. */
+static int serve_pings(int l)
+{
+	int a = raccept(l, NULL, NULL), r = a < 0 || ping(a, 0);
+
+	return rclose(a) || r;
+}
+
+static void test_rpoll_pingpong(void)
+{
+	pid_t pid = spawn(port + 4, serve_pings);
+	int s = connect_to(port + 4), status;
+
+	CHECK(pid > 0 && s >= 0);
+	CHECK_EQ(ping(s, 1), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	rclose(s);
+}
+
 /* Nobody listens: ECONNREFUSED, blocking or through SO_ERROR. */
 static void test_refused(void)
 {
@@ -304,5 +355,6 @@ int main(void)
 	RUN(test_stream_and_end(), 60);
 	RUN(test_poll_and_nonblocking(), 30);
 	RUN(test_reconnect(), 30);
+	RUN(test_rpoll_pingpong(), 60);
 	return check_report();
 }
