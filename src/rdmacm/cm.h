@@ -147,7 +147,7 @@ void uro_cm_leave_all(struct uro_cm_id *id);
 
 /* cm_qp.c */
 /* Index of gid in the port's table of the id's device, or 0. */
-int uro_cm_gid_index(struct rdma_cm_id *id, const union ibv_gid *gid);
+int uro_cm_gid_index(struct ibv_context *verbs, const union ibv_gid *gid);
 int uro_cm_qp_attr(struct uro_cm_id *id, struct ibv_qp_attr *a, int *mask);
 int uro_cm_qp_to_rtr_rts(struct uro_cm_id *id);
 int uro_cm_qp_to_error(struct uro_cm_id *id);

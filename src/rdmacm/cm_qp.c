@@ -10,11 +10,11 @@
 #include "peer.h"
 #include "segment_ops.h"
 
-int uro_cm_gid_index(struct rdma_cm_id *id, const union ibv_gid *gid)
+int uro_cm_gid_index(struct ibv_context *verbs, const union ibv_gid *gid)
 {
 	union ibv_gid g;
 
-	for (int i = 0; i < URO_GID_TBL_MAX && !ibv_query_gid(id->verbs, 1, i, &g); i++)
+	for (int i = 0; i < URO_GID_TBL_MAX && !ibv_query_gid(verbs, 1, i, &g); i++)
 		if (!memcmp(&g, gid, sizeof(g)))
 			return i;
 	return 0;
@@ -54,7 +54,7 @@ static int rtr_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 	a->ah_attr.dlid = cm->peer.lid;
 	a->ah_attr.is_global = port.link_layer == IBV_LINK_LAYER_ETHERNET || !cm->peer.lid;
 	a->ah_attr.grh.dgid = cm->peer.gid;
-	a->ah_attr.grh.sgid_index = (uint8_t)uro_cm_gid_index(id, &cm->path.sgid);
+	a->ah_attr.grh.sgid_index = (uint8_t)uro_cm_gid_index(id->verbs, &cm->path.sgid);
 	a->ah_attr.grh.hop_limit = 64;
 	*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 	/* An XRC initiator has no responder side (IBTA A14). */

@@ -45,7 +45,7 @@ static int post_joined(struct uro_cm_id *cm, const struct uro_cm_mcast *m, void 
 	ud->ah_attr.grh.dgid = m->mgid;
 	ud->ah_attr.grh.hop_limit = 1; /* the link: uroce's groups are its host's */
 	uro_cm_addr_gid(&cm->id.route.addr.src_addr, &sgid);
-	ud->ah_attr.grh.sgid_index = (uint8_t)uro_cm_gid_index(&cm->id, &sgid);
+	ud->ah_attr.grh.sgid_index = (uint8_t)uro_cm_gid_index(cm->id.verbs, &sgid);
 	uro_cm_queue(cm->chan, e);
 	return uro_cm_wait(cm, RDMA_CM_EVENT_MULTICAST_JOIN);
 }

@@ -2,8 +2,7 @@
  * rsocket, rbind, rlisten, raccept, rconnect, rshutdown, rclose and the
  * address getters, over the CM's own calls. The descriptor table is the
  * one piece of global state: the ABI hands the program plain ints.
- * Datagram rsockets (SOCK_DGRAM over UD) are not implemented: rsocket
- * refuses them with EPROTONOSUPPORT (README). */
+ * Datagram rsockets take their own calls (rsocket_dgram.c). */
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -103,6 +102,12 @@ static struct rsock *rs_new(void)
 
 static void rs_free(struct rsock *rs)
 {
+	if (rs->dg || !rs->ch) {
+		rs_dgram_free(rs);
+		pthread_mutex_destroy(&rs->lock);
+		free(rs);
+		return;
+	}
 	for (unsigned i = 0; i < rs->npending; i++) {
 		rdma_reject(rs->pending[i].id, NULL, 0);
 		rdma_destroy_id(rs->pending[i].id);
@@ -128,6 +133,27 @@ static void rs_free(struct rsock *rs)
 	free(rs);
 }
 
+static int dgram_socket(int domain, int type)
+{
+	struct rsock *rs = calloc(1, sizeof(*rs));
+	int err;
+
+	if (!rs)
+		return -1;
+	rs->fd = -1;
+	pthread_mutex_init(&rs->lock, NULL);
+	rs->nonblock = !!(type & SOCK_NONBLOCK);
+	if (domain == AF_IB)
+		errno = EAFNOSUPPORT;
+	if (domain == AF_IB || rs_dgram_new(rs, domain) || (err = table_put(rs))) {
+		err = errno;
+		rs_free(rs);
+		errno = err;
+		return -1;
+	}
+	return rs->fd;
+}
+
 URO_EXPORT int rsocket(int domain, int type, int protocol)
 {
 	struct rsock *rs;
@@ -138,8 +164,10 @@ URO_EXPORT int rsocket(int domain, int type, int protocol)
 		errno = EAFNOSUPPORT;
 		return -1;
 	}
+	if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_DGRAM)
+		return dgram_socket(domain, type);
 	if ((type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM) {
-		errno = EPROTONOSUPPORT; /* datagram rsockets: not implemented */
+		errno = EPROTONOSUPPORT;
 		return -1;
 	}
 	rs = rs_new();
@@ -160,10 +188,10 @@ URO_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	struct rsock *rs = rs_get(socket);
 	int ret;
 
-	(void)addrlen;
 	if (!rs)
 		return -1;
-	ret = rdma_bind_addr(rs->id, (struct sockaddr *)addr);
+	ret = rs->dg ? rs_dgram_bind(rs, addr, addrlen)
+		     : rdma_bind_addr(rs->id, (struct sockaddr *)addr);
 	rs_put(rs);
 	return ret;
 }
@@ -175,6 +203,11 @@ URO_EXPORT int rlisten(int socket, int backlog)
 
 	if (!rs)
 		return -1;
+	if (rs->dg) {
+		rs_put(rs);
+		errno = EOPNOTSUPP; /* as listen(2) on a UDP socket */
+		return -1;
+	}
 	rs->backlog = backlog < 1		 ? 1
 		      : backlog > RS_BACKLOG_MAX ? RS_BACKLOG_MAX
 						 : (unsigned)backlog;
@@ -412,9 +445,14 @@ URO_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrl
 	struct rsock *rs = rs_get(socket);
 	int err = 0;
 
-	(void)addrlen;
 	if (!rs)
 		return -1;
+	if (rs->dg) {
+		err = rs_dgram_connect(rs, addr, addrlen) ? errno : 0;
+		rs_put(rs);
+		errno = err;
+		return err ? -1 : 0;
+	}
 	if (rs->state == RS_CONNECTED || rs->state == RS_LISTENING)
 		err = rs->state == RS_CONNECTED ? EISCONN : EINVAL;
 	else if (rs->state != RS_NEW)
@@ -467,7 +505,9 @@ URO_EXPORT int rshutdown(int socket, int how)
 
 	if (!rs)
 		return -1;
-	if (rs->state != RS_CONNECTED)
+	if (rs->dg)
+		err = shutdown(rs->fd, how) ? errno : 0;
+	else if (rs->state != RS_CONNECTED)
 		err = ENOTCONN;
 	else if (how == SHUT_RDWR)
 		disconnect(rs);
@@ -487,7 +527,9 @@ URO_EXPORT int rclose(int socket)
 	if (!rs)
 		return -1;
 	table_drop(socket);
-	if (rs->state == RS_CONNECTED)
+	if (rs->dg)
+		rs_dgram_drain(rs);
+	else if (rs->state == RS_CONNECTED)
 		disconnect(rs);
 	rs_put(rs);
 	rs_free(rs);
@@ -498,11 +540,17 @@ static int names(int socket, struct sockaddr *addr, socklen_t *addrlen, int peer
 {
 	struct rsock *rs = rs_get(socket);
 
+	int ret = 0;
+
 	if (!rs)
 		return -1;
-	copy_addr(peer ? rdma_get_peer_addr(rs->id) : rdma_get_local_addr(rs->id), addr, addrlen);
+	if (rs->dg)
+		ret = rs_dgram_names(rs, addr, addrlen, peer);
+	else
+		copy_addr(peer ? rdma_get_peer_addr(rs->id) : rdma_get_local_addr(rs->id), addr,
+			  addrlen);
 	rs_put(rs);
-	return 0;
+	return ret;
 }
 
 URO_EXPORT int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen)

@@ -72,8 +72,11 @@ enum rs_state {
 	RS_FAILED, /* a connect that did not: SO_ERROR says why */
 };
 
+struct rs_dgram;
+
 struct rsock {
-	int fd; /* the descriptor: ch's fd */
+	int fd;		     /* the descriptor: ch's fd; a datagram rsocket's UDP socket */
+	struct rs_dgram *dg; /* a datagram rsocket's (rsocket_dgram.c), else NULL */
 	pthread_mutex_t lock;
 	enum rs_state state;
 	int err; /* SO_ERROR, taken when read */
@@ -132,6 +135,20 @@ ssize_t rs_write_remote(struct rsock *rs, const void *buf, size_t len, uint64_t 
 			int flags);
 int rs_readable(const struct rsock *rs);
 int rs_writable(const struct rsock *rs);
+
+/* rsocket_dgram.c */
+int rs_dgram_new(struct rsock *rs, int domain);
+void rs_dgram_drain(struct rsock *rs);
+void rs_dgram_free(struct rsock *rs);
+int rs_dgram_bind(struct rsock *rs, const struct sockaddr *addr, socklen_t len);
+int rs_dgram_connect(struct rsock *rs, const struct sockaddr *addr, socklen_t len);
+int rs_dgram_names(struct rsock *rs, struct sockaddr *addr, socklen_t *len, int peer);
+ssize_t rs_dgram_sendto(struct rsock *rs, const void *buf, size_t len, int flags,
+			const struct sockaddr *to);
+ssize_t rs_dgram_recvfrom(struct rsock *rs, void *buf, size_t len, int flags, struct sockaddr *from,
+			  socklen_t *fromlen);
+short rs_dgram_events(struct rsock *rs);
+int rs_dgram_arm(struct rsock *rs);
 
 /* rsocket.c: the descriptor's rsocket, if it is one (unlocked). */
 struct rsock *rs_find(int fd);

@@ -12,7 +12,8 @@ URO_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
 
 	if (!rs)
 		return -1;
-	n = rs_recv(rs, buf, len, flags);
+	n = rs->dg ? rs_dgram_recvfrom(rs, buf, len, flags, NULL, NULL)
+		   : rs_recv(rs, buf, len, flags);
 	rs_put(rs);
 	return n;
 }
@@ -24,7 +25,7 @@ URO_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 
 	if (!rs)
 		return -1;
-	n = rs_send(rs, buf, len, flags);
+	n = rs->dg ? rs_dgram_sendto(rs, buf, len, flags, NULL) : rs_send(rs, buf, len, flags);
 	rs_put(rs);
 	return n;
 }
@@ -33,7 +34,17 @@ URO_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
 URO_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 			     struct sockaddr *src_addr, socklen_t *addrlen)
 {
-	ssize_t n = rrecv(socket, buf, len, flags);
+	struct rsock *rs = rs_get(socket);
+	ssize_t n;
+
+	if (rs && rs->dg) {
+		n = rs_dgram_recvfrom(rs, buf, len, flags, src_addr, addrlen);
+		rs_put(rs);
+		return n;
+	}
+	if (rs)
+		rs_put(rs);
+	n = rrecv(socket, buf, len, flags);
 
 	if (n >= 0 && src_addr && addrlen)
 		(void)rgetpeername(socket, src_addr, addrlen);
@@ -44,8 +55,17 @@ URO_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 URO_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 			   const struct sockaddr *dest_addr, socklen_t addrlen)
 {
-	(void)dest_addr;
+	struct rsock *rs = rs_get(socket);
+	ssize_t n;
+
 	(void)addrlen;
+	if (rs && rs->dg) {
+		n = rs_dgram_sendto(rs, buf, len, flags, dest_addr);
+		rs_put(rs);
+		return n;
+	}
+	if (rs)
+		rs_put(rs);
 	return rsend(socket, buf, len, flags);
 }
 

@@ -130,7 +130,8 @@ URO_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offs
 
 	if (!rs)
 		return (size_t)-1;
-	rs_progress(rs); /* the peer's maps that came */
+	if (rs->state == RS_CONNECTED) /* a stream's: a datagram rsocket has none */
+		rs_progress(rs);       /* the peer's maps that came */
 	m = offset >= 0 ? peer_map(rs, (uint64_t)offset, count) : NULL;
 	if (rs->state != RS_CONNECTED || !m) {
 		errno = rs->state != RS_CONNECTED ? ENOTCONN : EINVAL;

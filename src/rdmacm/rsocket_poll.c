@@ -13,6 +13,8 @@
 
 static short rs_events(struct rsock *rs)
 {
+	if (rs->dg)
+		return rs_dgram_events(rs);
 	switch (rs->state) {
 	case RS_LISTENING:
 		rs_listen_advance(rs);
@@ -59,13 +61,15 @@ static int check(struct pollfd *fds, nfds_t nfds)
 static int ms_left(const struct timespec *end, int timeout)
 {
 	struct timespec now;
-	long ms;
+	long ns;
 
 	if (timeout < 0)
 		return -1;
+	/* Rounded up, as poll(2) rounds its timeout: rounded down, rpoll for
+	 * 1 ms returned at once, and udpong resent each echo in a tight loop. */
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (end->tv_sec - now.tv_sec) * 1000 + (end->tv_nsec - now.tv_nsec) / 1000000;
-	return ms > 0 ? (int)ms : 0;
+	ns = (end->tv_sec - now.tv_sec) * 1000000000L + (end->tv_nsec - now.tv_nsec);
+	return ns > 0 ? (int)((ns + 999999) / 1000000) : 0;
 }
 
 /* The fds that wake each entry; 1 when an rsocket had news on arming. */
@@ -81,7 +85,7 @@ static int sleep_set(struct pollfd *fds, nfds_t nfds, struct pollfd *set, nfds_t
 			set[(*n)++] = fds[i];
 			continue;
 		}
-		news |= rs_arm(rs);
+		news |= rs->dg ? rs_dgram_arm(rs) : rs_arm(rs);
 		set[(*n)++] = (struct pollfd){.fd = rs->fd, .events = POLLIN};
 		if (rs->cc)
 			set[(*n)++] = (struct pollfd){.fd = rs->cc->fd, .events = POLLIN};
