@@ -11,10 +11,10 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cm.h"
+#include "cq_ring.h"
 #include "rsocket.h"
 
 #define RSD_MAGIC      0x55524431u /* "URD1" */
@@ -285,21 +285,13 @@ static int udp_input(struct rsock *rs)
 	}
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* The UDP socket is read after a sleep that it may have ended, and at
  * most once a millisecond by a caller that never sleeps: a recvfrom per
  * call was half of a small datagram's cost (udpong's 64 B echo took
  * 15 us against the kernel's 8). */
 static int hellos(struct rsock *rs, int now)
 {
-	uint64_t t = now_ns();
+	uint64_t t = uro_now_ns();
 
 	if (!now && t < rs->dg->udp_next_ns)
 		return 0;
@@ -359,12 +351,9 @@ static void wait_for(struct rsock *rs, int timeout_ms)
 		(void)hellos(rs, 1);
 }
 
-static int ms_since(const struct timespec *t0)
+static int ms_since(uint64_t t0_ns)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int)((t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000);
+	return (int)((uro_now_ns() - t0_ns) / 1000000);
 }
 
 /* The QP of the rsocket at `to`: asked over UDP the first time. A
@@ -373,14 +362,13 @@ static int ms_since(const struct timespec *t0)
 static struct rsd_dest *resolve(struct rsock *rs, const struct sockaddr *to)
 {
 	struct rsd_dest *d = dest_by_addr(rs->dg, to);
-	struct timespec t0;
+	uint64_t t0 = uro_now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int asked = -RSD_RETRY_MS; !d && ms_since(&t0) < RSD_RESOLVE_MS;
+	for (int asked = -RSD_RETRY_MS; !d && ms_since(t0) < RSD_RESOLVE_MS;
 	     d = dest_by_addr(rs->dg, to)) {
-		if (ms_since(&t0) - asked >= RSD_RETRY_MS) {
+		if (ms_since(t0) - asked >= RSD_RETRY_MS) {
 			say(rs, RSD_HELLO, to);
-			asked = ms_since(&t0);
+			asked = ms_since(t0);
 		}
 		wait_for(rs, RSD_RETRY_MS);
 		(void)progress(rs);
@@ -520,10 +508,9 @@ int rs_dgram_new(struct rsock *rs, int domain)
  * would not (a server's last echo was lost over RoCEv2). */
 void rs_dgram_drain(struct rsock *rs)
 {
-	struct timespec t0;
+	uint64_t t0 = uro_now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (progress(rs); rs->send_head != rs->send_tail && ms_since(&t0) < RSD_RESOLVE_MS;
+	for (progress(rs); rs->send_head != rs->send_tail && ms_since(t0) < RSD_RESOLVE_MS;
 	     progress(rs))
 		wait_for(rs, 10);
 }

@@ -59,18 +59,11 @@ if cmp -s "$src" "$PAIR_DIR/dst.bin"; then ok; else bad "rcopy: the copy differs
 # echoes that stale message for ever (client_send_recv); kernel UDP
 # sockets (udpong -T s -T a) end the same way on a loaded 2-core machine,
 # and one late reply in 180,000 is too many to count on (docs/rsockets.md).
-wait_udp() {
-	for _ in $(seq 100); do
-		ss -lun 2>/dev/null | grep -q ":$1 " && return 0
-		sleep 0.05
-	done
-	return 1
-}
 udpong_pair() { # WHAT "OPTIONS" LINE
 	local p=$((port += 1)) srv
 	timeout $T "$UROCE" run udpong -b 127.0.0.1 -p $p $2 >"$PAIR_DIR/srv" 2>&1 &
 	srv=$!
-	wait_udp $p || bad "$1: the server never bound its port"
+	wait_listen $p udp || bad "$1: the server never bound its port"
 	timeout $T "$UROCE" run udpong -s 127.0.0.1 -p $p $2 >"$PAIR_DIR/cli" 2>&1
 	expect_status 0 $? "$1 client"
 	expect_match "$(cat "$PAIR_DIR/cli")" "$3" "$1 reports its run"
