@@ -197,6 +197,8 @@ int uro_cm_msg_check(const struct uro_cm_msg *m);
  * state or socket; watch/unwatch are called with it held. */
 void uro_cm_lock(void);
 void uro_cm_unlock(void);
+void uro_cm_devices_lock(void);
+void uro_cm_devices_unlock(void);
 int uro_cm_watch(struct uro_cm_id *id); /* the CM thread reads id->sock */
 void uro_cm_unwatch(struct uro_cm_id *id);
 /* The id now waits for its peer's answer (REP after a REQ, RTU after a

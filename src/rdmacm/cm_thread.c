@@ -472,30 +472,8 @@ static void start(void)
 	pthread_attr_destroy(&a);
 }
 
-/* fork(2) copies the lock as the CM thread holds it, and the child has no
- * CM thread to let it go: its first CM call (a forked rstream -T f, a
- * test's server child) waited for ever. The lock is taken around fork, so
- * that the child gets it free. */
-static void fork_prepare(void)
-{
-	pthread_mutex_lock(&cm_lock);
-}
-
-static void fork_done(void)
-{
-	pthread_mutex_unlock(&cm_lock);
-}
-
-static void at_fork(void)
-{
-	pthread_atfork(fork_prepare, fork_done, fork_done);
-}
-
 void uro_cm_lock(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, at_fork);
 	pthread_mutex_lock(&cm_lock);
 }
 

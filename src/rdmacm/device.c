@@ -66,6 +66,17 @@ out:
 	return ctx;
 }
 
+/* For fork.c only. */
+void uro_cm_devices_lock(void)
+{
+	pthread_mutex_lock(&devices_lock);
+}
+
+void uro_cm_devices_unlock(void)
+{
+	pthread_mutex_unlock(&devices_lock);
+}
+
 /* The device's slot in the tables above, or -1. Called with devices_lock. */
 static int device_index(struct ibv_context *ctx)
 {

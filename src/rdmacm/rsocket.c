@@ -44,6 +44,17 @@ static int table_put(struct rsock *rs)
 	return err;
 }
 
+/* For fork.c only. */
+void rs_table_lock(void)
+{
+	pthread_mutex_lock(&table_lock);
+}
+
+void rs_table_unlock(void)
+{
+	pthread_mutex_unlock(&table_lock);
+}
+
 static void table_drop(int fd)
 {
 	pthread_mutex_lock(&table_lock);

@@ -152,6 +152,8 @@ int rs_dgram_arm(struct rsock *rs);
 
 /* rsocket.c: the descriptor's rsocket, if it is one (unlocked). */
 struct rsock *rs_find(int fd);
+void rs_table_lock(void);
+void rs_table_unlock(void);
 void rs_connect_advance(struct rsock *rs);
 void rs_listen_advance(struct rsock *rs);
 

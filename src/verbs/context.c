@@ -59,6 +59,17 @@ static int owned_here(const struct uro_context *ctx)
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uro_context *contexts;
 
+/* For fork.c only. */
+void uro_contexts_lock(void)
+{
+	pthread_mutex_lock(&contexts_lock);
+}
+
+void uro_contexts_unlock(void)
+{
+	pthread_mutex_unlock(&contexts_lock);
+}
+
 static void context_free(struct uro_context *ctx)
 {
 	uro_progress_stop(ctx);

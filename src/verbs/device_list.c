@@ -17,6 +17,17 @@
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uro_device *devices;
 
+/* For fork.c only. */
+void uro_devices_lock(void)
+{
+	pthread_mutex_lock(&devices_lock);
+}
+
+void uro_devices_unlock(void)
+{
+	pthread_mutex_unlock(&devices_lock);
+}
+
 static struct uro_device *device_for(const struct uro_link *link, int index)
 {
 	struct uro_device *d;

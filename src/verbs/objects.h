@@ -281,6 +281,10 @@ void uro_context_set_ops(struct uro_context *ctx);
  * with one more reference; NULL and *err otherwise. */
 struct uro_context *uro_context_get_by_fd(int cmd_fd, int *err);
 void uro_context_put(struct uro_context *ctx);
+void uro_contexts_lock(void);
+void uro_contexts_unlock(void);
+void uro_devices_lock(void);
+void uro_devices_unlock(void);
 int uro_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 /* Removes a QP's completions from a CQ (a QP moved to RESET). */
 void uro_cq_discard_qp(struct uro_cq *cq, uint32_t qpn);

@@ -125,6 +125,23 @@ static void accept_all(struct uro_wire_relay *r)
 	}
 }
 
+/* The sending process went: its connection is closed, and taken out of
+ * the epoll set first. Closing alone does not take it out while a forked
+ * child still holds a copy of the socket (epoll(7), "Q6"): epoll went on
+ * reporting the number, which the relay then took for a connection of
+ * its own (an index of -1 into in[]) and closed again, whatever the
+ * program had opened under that number since. */
+static void let_go(struct uro_wire_relay *r, int fd)
+{
+	int i = find_in(r, fd);
+
+	if (i < 0)
+		return;
+	epoll_ctl(r->efd, EPOLL_CTL_DEL, fd, NULL);
+	r->in[i] = -1;
+	close(fd);
+}
+
 /* Up to max packets from one connection; a closed one is let go. */
 static int drain(struct uro_wire_relay *r, int fd, const struct iovec *iov, int n, int max,
 		 void (*fn)(void *, size_t), void *arg)
@@ -142,9 +159,7 @@ static int drain(struct uro_wire_relay *r, int fd, const struct iovec *iov, int 
 		}
 		if (len < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
-		/* The sending process went: its socket is gone. */
-		r->in[find_in(r, fd)] = -1;
-		close(fd);
+		let_go(r, fd);
 		break;
 	}
 	return got;
