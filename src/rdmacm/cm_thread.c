@@ -456,7 +456,10 @@ static void start(void)
 		close(epfd); /* the parent's; its registrations stay the parent's */
 		close(wake_fd);
 	}
-	graveyard = live = NULL; /* the parent's too */
+	/* The parent's dead watches are this process's copies and nobody
+	 * else's to free; its live ones stay with the ids that name them. */
+	bury();
+	live = NULL;
 	thread_pid = getpid();
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
