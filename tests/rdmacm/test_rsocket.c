@@ -637,14 +637,7 @@ int main(void)
 		else
 			RUN(test_fork_while_cm_busy(), 60);
 	}
-	/* Over RoCEv2 an echo server child was once left waiting for a
-	 * datagram its parent had given up on (1 run in 3): datagram rsockets
-	 * are tested on shared memory until that is found (docs/rsockets.md). */
-	if (roce) {
-		printf("skipped: datagram rsockets over RoCEv2 (docs/rsockets.md, not done)\n");
-	} else {
-		RUN(test_dgram_echo(), 30);
-		RUN(test_dgram_misuse(), 30);
-	}
+	RUN(test_dgram_echo(), 30);
+	RUN(test_dgram_misuse(), 30);
 	return check_report();
 }
