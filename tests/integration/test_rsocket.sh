@@ -53,7 +53,10 @@ if cmp -s "$src" "$PAIR_DIR/dst.bin"; then ok; else bad "rcopy: the copy differs
 
 # udpong: datagram rsockets over UD, non-blocking (its default) and with
 # blocking calls: 2,000 echoes of 1,000 B, then 20,000 datagrams of
-# 1,500 B one way, its server counting what came. Its server serves for
+# 1,500 B one way, its server counting what came: any count but none, as
+# datagrams that find no receive posted are dropped, as UDP drops them
+# (884 of 20,000 came in a suite run, the sender far ahead of a server
+# asleep in its blocking receive). Its server serves for
 # ever. Not its default run of 180,000 echoes: udpong resends the last
 # message it received when a reply is over 1 ms late, and from then on
 # echoes that stale message for ever (client_send_recv); kernel UDP
@@ -72,6 +75,6 @@ udpong_pair() { # WHAT "OPTIONS" LINE
 }
 for opt in "" "-T b"; do
 	udpong_pair "udpong $opt echo" "$opt -T e -C 2000 -S 1000" '^custom +1000 +4k '
-	udpong_pair "udpong $opt one way" "$opt -C 20000 -S 1500" '^custom +1.4k +[0-9]+k '
+	udpong_pair "udpong $opt one way" "$opt -C 20000 -S 1500" '^custom +1.4k +[1-9][0-9]*k? '
 done
 finish
