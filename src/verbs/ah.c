@@ -56,7 +56,7 @@ URO_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	ah->attr = *attr;
 	/* Decided once here, not per datagram (wire_qp.c). */
 	ah->wire = attr->is_global && !uro_gid_is_multicast(&attr->grh.dgid) &&
-		   uro_wire_gid_is_remote(&attr->grh.dgid);
+		   uro_wire_gid_is_remote(ctx, &attr->grh.dgid);
 	ah->own = attr->is_global && uro_wire_gid_is_own(&attr->grh.dgid);
 	ah->pd = to_upd(pd);
 	ah->ibah.context = pd->context;

@@ -39,8 +39,8 @@ static uint16_t ip_checksum(const uint8_t *h, size_t n)
 
 /* RoCEv2 over IPv4: the IPv4 header sits in the last 20 bytes of the GRH
  * area (IBTA A17.4.5.2). */
-void uro_ipv4_grh(uint8_t *g, uint8_t tos, uint8_t ttl, const void *src, const void *dst,
-		  uint64_t len)
+static void ipv4_grh(uint8_t *g, uint8_t tos, uint8_t ttl, const void *src, const void *dst,
+		     uint64_t len)
 {
 	uint8_t *ip = g + 20;
 	uint16_t total = (uint16_t)(20 + ROCE_HDRS + len);
@@ -60,7 +60,7 @@ void uro_ipv4_grh(uint8_t *g, uint8_t tos, uint8_t ttl, const void *src, const v
 }
 
 static void ipv6_grh(uint8_t *g, const struct ibv_global_route *r, const union ibv_gid *sgid,
-		     uint64_t len, uint8_t next_hdr)
+		     const union ibv_gid *dgid, uint64_t len, uint8_t next_hdr)
 {
 	struct ibv_grh *h = (struct ibv_grh *)g;
 	uint32_t vtf = 6u << 28 | (uint32_t)r->traffic_class << 20 | (r->flow_label & 0xfffff);
@@ -70,7 +70,18 @@ static void ipv6_grh(uint8_t *g, const struct ibv_global_route *r, const union i
 	h->next_hdr = next_hdr;
 	h->hop_limit = r->hop_limit;
 	h->sgid = *sgid;
-	h->dgid = r->dgid;
+	h->dgid = *dgid;
+}
+
+void uro_roce_grh(uint8_t *g, const union ibv_gid *src, const union ibv_gid *dst, uint64_t len)
+{
+	const struct ibv_global_route r = {.hop_limit = 64};
+
+	memset(g, 0, GRH_BYTES);
+	if (uro_gid_is_ipv4_mapped(src))
+		ipv4_grh(g, 0, 64, src->raw + 12, dst->raw + 12, len);
+	else
+		ipv6_grh(g, &r, src, dst, len, NEXT_HDR_UDP);
 }
 
 static void build_grh(struct uro_context *ctx, const struct uro_ah *ah, uint64_t len,
@@ -83,12 +94,11 @@ static void build_grh(struct uro_context *ctx, const struct uro_ah *ah, uint64_t
 	if (!ah->attr.is_global)
 		return;
 	if (ctx->model.link.type == URO_LINK_IB)
-		ipv6_grh(g, r, sgid, len, NEXT_HDR_IBA);
+		ipv6_grh(g, r, sgid, &r->dgid, len, NEXT_HDR_IBA);
 	else if (uro_gid_is_ipv4_mapped(sgid))
-		uro_ipv4_grh(g, r->traffic_class, r->hop_limit, sgid->raw + 12, r->dgid.raw + 12,
-			     len);
+		ipv4_grh(g, r->traffic_class, r->hop_limit, sgid->raw + 12, r->dgid.raw + 12, len);
 	else
-		ipv6_grh(g, r, sgid, len, NEXT_HDR_UDP);
+		ipv6_grh(g, r, sgid, &r->dgid, len, NEXT_HDR_UDP);
 }
 
 /* What a UD receive reports in its SL. On a RoCE port, the frame's header

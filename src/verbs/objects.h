@@ -264,10 +264,10 @@ int uro_qp_in_mcast_group(struct uro_context *ctx, uint32_t qpn);
 int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		const struct iovec *liov, int nl, uint64_t len);
 
-/* The 40-byte GRH area of a UD receive over RoCEv2/IPv4, and the SL that
- * says so (datagram.c). */
-void uro_ipv4_grh(uint8_t *g, uint8_t tos, uint8_t ttl, const void *src, const void *dst,
-		  uint64_t len);
+/* The 40-byte GRH area of a UD receive of len payload bytes over RoCEv2
+ * from src to dst (IPv4 or IPv6, by the GIDs; traffic class 0, hop limit
+ * 64), and the SL that says which (datagram.c). */
+void uro_roce_grh(uint8_t *g, const union ibv_gid *src, const union ibv_gid *dst, uint64_t len);
 uint8_t uro_roce_received_sl(int ipv4);
 /* Places a datagram, its 40-byte GRH area grh then len payload bytes, in
  * receive r of UD QP t of process p: a struct ibv_wc status, or -1 when

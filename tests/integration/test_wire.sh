@@ -33,6 +33,13 @@ for s in $a $b; do
 	ip netns exec $s env UROCE_CONFIG="$dir/$s.conf" "$UROCE" link add roce1 netdev ${s}v ||
 		bad "uroce link add in $s"
 done
+# The veths' IPv6 link-local addresses (GID 1 of each link) can be bound
+# once duplicate address detection is through.
+for _ in $(seq 50); do
+	[ -z "$(ip -n $a -6 addr show dev ${a}v tentative)$(ip -n $b -6 addr show dev ${b}v tentative)" ] &&
+		break
+	sleep 0.1
+done
 
 # in_ns NS CMD...: CMD under uroce in namespace NS, with its link.
 in_ns() {
@@ -48,13 +55,21 @@ pair_client() { in_ns $b "$@"; }
 server_ss() { ip netns exec $a ss "$@"; }
 
 port=$((10000 + ($$ % 4000)))
+gid=0 # GID 0: the link's IPv4 address
 pp() {
 	local what=$1 prog=$2
 	shift 2
 	port=$((port + 1))
-	run_pair "$what" $port "$prog -d roce1 -g 0 -p $port $*" \
-		"$prog -d roce1 -g 0 -p $port $* $net.1" &&
+	run_pair "$what" $port "$prog -d roce1 -g $gid -p $port $*" \
+		"$prog -d roce1 -g $gid -p $port $* $net.1" &&
 		expect_match "$(cat "$PAIR_DIR/cli")" 'iters in' "$what reports"
+}
+perf() {
+	local t=$1
+	shift
+	port=$((port + 1))
+	run_pair "$t $* (GID $gid)" $port "$t -d roce1 -x $gid -F -p $port $*" \
+		"$t -d roce1 -x $gid -F -p $port $* $net.1"
 }
 
 # The capture: every packet between the namespaces, on a's veth.
@@ -74,13 +89,19 @@ done
 # perftest's eight programs, their default (send/recv or RDMA) mode.
 for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat ib_send_lat \
 	ib_atomic_lat; do
-	port=$((port + 1))
-	run_pair "$t" $port "$t -d roce1 -x 0 -F -n 100 -p $port" \
-		"$t -d roce1 -x 0 -F -n 100 -p $port $net.1"
+	perf $t -n 100
 done
-port=$((port + 1))
-run_pair "ib_read_bw 1 MiB" $port "ib_read_bw -d roce1 -x 0 -F -n 20 -s 1048576 -p $port" \
-	"ib_read_bw -d roce1 -x 0 -F -n 20 -s 1048576 -p $port $net.1"
+perf ib_read_bw -n 20 -s 1048576
+# RoCEv2 over IPv6 (IBTA A17.4): GID 1, the veths' link-local addresses.
+# The programs' own TCP still meets at $net.1.
+gid=1
+pp "rc over IPv6 -s 4096" ibv_rc_pingpong -c -s 4096 -n 100
+pp "uc over IPv6" ibv_uc_pingpong -c -s 1024 -n 100
+pp "ud over IPv6" ibv_ud_pingpong -c -s 1024 -n 100
+perf ib_read_bw -n 100
+perf ib_atomic_bw -n 100
+perf ib_write_lat -n 100
+gid=0
 
 # The CM over TCP between the namespaces, the data on the wire.
 port=$((port + 1))
@@ -111,6 +132,15 @@ expect_match "$decoded" 'RC RDMA Read Response Middle' "tshark decodes READ resp
 expect_match "$decoded" 'RC (Fetch Add|Compare Swap)' "tshark decodes atomics"
 expect_match "$decoded" 'RC Atomic Acknowledge' "tshark decodes atomic ACKs"
 expect_match "$decoded" 'RC RDMA Write' "tshark decodes RDMA WRITEs"
+decoded6=$(tshark -r "$dir/wire.pcap" -Y ipv6 -T fields -e _ws.col.Info 2>&1 |
+	sed 's/ QP=.*//' | sort | uniq -c)
+echo "opcode census of its IPv6 packets:"
+echo "$decoded6"
+for op in 'RC Send Middle' 'RC Acknowledge' 'UC Send' 'UD Send Only' 'RC RDMA Read Request' \
+	'RC RDMA Read Response' 'RC (Fetch Add|Compare Swap)' 'RC Atomic Acknowledge' \
+	'RC RDMA Write'; do
+	expect_match "$decoded6" "$op" "tshark decodes $op over IPv6"
+done
 malformed=$(tshark -r "$dir/wire.pcap" -Y _ws.malformed -T fields -e frame.number \
 	-e frame.protocols 2>/dev/null | grep -Ev ':infiniband:[a-z]')
 [ -z "$malformed" ] || echo "$malformed" | head -5 >&2
@@ -121,6 +151,7 @@ expect_status 0 "$malformed" "malformed packets in the capture"
 icrc=$(timeout $T /usr/bin/python3 "$(dirname "$0")/icrc_check.py" "$dir/wire.pcap" 20 2>&1)
 expect_status 0 $? "scapy's ICRC check"
 expect_match "$icrc" ', 0 mismatched' "scapy recomputes the ICRCs"
+expect_match "$icrc" '; [1-9][0-9]* over IPv6' "ICRCs over IPv6 recomputed too"
 echo "$icrc"
 
 # The link goes down under a running pingpong (issue 10): an outage

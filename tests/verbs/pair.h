@@ -60,6 +60,15 @@ static inline void side_close(struct side *s)
 	ibv_close_device(s->ctx);
 }
 
+/* The GID index the pairs use, source and destination: PAIR_GID, or 0
+ * (on lo, GID 0 is ::ffff:127.0.0.1 and GID 1 is ::1). */
+static inline uint8_t pair_gid_index(void)
+{
+	const char *g = getenv("PAIR_GID");
+
+	return g ? (uint8_t)atoi(g) : 0;
+}
+
 /* RESET -> INIT -> RTR -> RTS towards remote_qpn at dgid. */
 static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry,
 				uint8_t min_rnr_timer, const union ibv_gid *dgid)
@@ -105,6 +114,7 @@ static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t 
 		a.ah_attr.port_num = 1;
 		a.ah_attr.is_global = 1;
 		a.ah_attr.grh.hop_limit = 1;
+		a.ah_attr.grh.sgid_index = pair_gid_index();
 		a.ah_attr.grh.dgid = *dgid;
 	}
 	if (ibv_modify_qp(qp, &a, ud ? IBV_QP_STATE : rtr))
@@ -125,13 +135,13 @@ static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t 
 	return ibv_modify_qp(qp, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : rts);
 }
 
-/* The same towards a QP of this host, through its own GID 0. */
+/* The same towards a QP of this host, through its own GID pair_gid_index(). */
 static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry,
 			     uint8_t min_rnr_timer)
 {
 	union ibv_gid gid;
 
-	if (ibv_query_gid(qp->context, 1, 0, &gid))
+	if (ibv_query_gid(qp->context, 1, pair_gid_index(), &gid))
 		return -1;
 	return qp_connect_to(qp, remote_qpn, rnr_retry, min_rnr_timer, &gid);
 }

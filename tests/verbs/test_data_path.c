@@ -912,7 +912,8 @@ static void test_srq_limit(void)
 static void test_ud(void)
 {
 	struct side U1, U2;
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 1}};
+	struct ibv_ah_attr aa = {
+	    .is_global = 1, .port_num = 1, .grh = {.hop_limit = 1, .sgid_index = pair_gid_index()}};
 	struct ibv_ah *ah;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = {.wr_id = 1,
@@ -929,7 +930,7 @@ static void test_ud(void)
 	CHECK_EQ(side_open(&U2, IBV_QPT_UD, 16, CAP), 0);
 	CHECK_EQ(qp_connect(U1.qp, 0, 0, 0), 0);
 	CHECK_EQ(qp_connect(U2.qp, 0, 0, 0), 0);
-	ibv_query_gid(U1.ctx, 1, 0, &aa.grh.dgid);
+	ibv_query_gid(U1.ctx, 1, pair_gid_index(), &aa.grh.dgid);
 	ah = ibv_create_ah(U1.pd, &aa);
 	CHECK(ah != NULL);
 	sge = (struct ibv_sge){(uintptr_t)U1.buf, 100, U1.mr->lkey};
@@ -943,10 +944,19 @@ static void test_ud(void)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.byte_len, 140); /* the 40-byte GRH area, then the payload */
 	CHECK(wc.wc_flags & IBV_WC_GRH);
-	CHECK_EQ(wc.sl, 0xa); /* mlx5's RoCE header type: UDP (8) | IPv4 (2); issue 11 item 4 */
 	CHECK_EQ(wc.src_qp, U1.qp->qp_num);
-	CHECK_EQ(U2.buf[20], 0x45); /* RoCEv2 over IPv4: the IPv4 header */
-	CHECK_EQ(U2.buf[32], 127);
+	if (aa.grh.dgid.raw[10] == 0xff) {
+		/* mlx5's RoCE header type: UDP (8) | IPv4 (2); issue 11 item 4 */
+		CHECK_EQ(wc.sl, 0xa);
+		CHECK_EQ(U2.buf[20], 0x45); /* RoCEv2 over IPv4: the IPv4 header */
+		CHECK_EQ(U2.buf[32], 127);
+	} else {
+		CHECK_EQ(wc.sl, 0x9);	     /* UDP (8) | IPv6 (1) */
+		CHECK_EQ(U2.buf[0] >> 4, 6); /* RoCEv2 over IPv6: the IPv6 header is the GRH */
+		CHECK_EQ(U2.buf[6], 17);     /* UDP */
+		CHECK(!memcmp(U2.buf + 8, aa.grh.dgid.raw, 16)); /* from this host's GID */
+		CHECK(!memcmp(U2.buf + 24, aa.grh.dgid.raw, 16));
+	}
 	CHECK_EQ(U2.buf[40], 0x3c);
 	CHECK_EQ(poll_one(U1.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
@@ -1011,7 +1021,8 @@ static void test_ud_multicast(void)
 	struct side *all[] = {&S, &M1, &M2, &O};
 	union ibv_gid group = {.raw = {[10] = 0xff, [11] = 0xff, [12] = 230, [15] = 7}};
 	union ibv_gid unicast;
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 1}};
+	struct ibv_ah_attr aa = {
+	    .is_global = 1, .port_num = 1, .grh = {.hop_limit = 1, .sgid_index = pair_gid_index()}};
 	struct ibv_device_attr da;
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
@@ -1026,7 +1037,7 @@ static void test_ud_multicast(void)
 	CHECK(da.max_mcast_grp > 0 && da.max_mcast_qp_attach > 0 &&
 	      da.max_total_mcast_qp_attach > 0);
 	/* Only a UD QP, only a multicast GID (ff00::/8, ::ffff:224.0.0.0/4). */
-	ibv_query_gid(S.ctx, 1, 0, &unicast);
+	ibv_query_gid(S.ctx, 1, pair_gid_index(), &unicast);
 	CHECK_EQ(ibv_attach_mcast(M1.qp, &unicast, 0), EINVAL);
 	CHECK_EQ(ibv_attach_mcast(A.qp, &group, 0), EINVAL);
 	CHECK_EQ(ibv_attach_mcast(M1.qp, &group, 0), 0);
@@ -1451,7 +1462,7 @@ static void test_other_user(void)
 	a.dest_qp_num = qpn;
 	a.ah_attr.port_num = 1;
 	a.ah_attr.is_global = 1;
-	ibv_query_gid(A.ctx, 1, 0, &a.ah_attr.grh.dgid);
+	ibv_query_gid(A.ctx, 1, pair_gid_index(), &a.ah_attr.grh.dgid);
 	CHECK_EQ(ibv_modify_qp(A.qp, &a,
 			       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |

@@ -366,11 +366,13 @@ static int setup(struct proc *p)
 static int exchange(struct proc *p)
 {
 	struct endpoint me = {.rkey = p->mr->rkey, .regions = (uintptr_t)p->region};
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.hop_limit = 1}};
+	struct ibv_ah_attr aa = {
+	    .is_global = 1, .port_num = 1, .grh = {.hop_limit = 1, .sgid_index = pair_gid_index()}};
 
 	for (uint32_t i = 0; i < NQP; i++)
 		me.qpn[i] = p->qp[i]->qp_num;
-	if (ibv_query_gid(p->ctx, 1, 0, &me.gid) || write(p->wfd, &me, sizeof(me)) != sizeof(me) ||
+	if (ibv_query_gid(p->ctx, 1, pair_gid_index(), &me.gid) ||
+	    write(p->wfd, &me, sizeof(me)) != sizeof(me) ||
 	    read(p->rfd, &p->peer, sizeof(p->peer)) != sizeof(p->peer))
 		return -1;
 	for (uint32_t i = 0; i < NQP; i++) {

@@ -1,8 +1,10 @@
 /* A process's RoCEv2 endpoint: its UDP socket on port 4791, and how a
  * packet that reached the wrong process of the host gets to the right one.
  *
- * Every uroce process with a QP on the wire binds the link's address, port
- * 4791, with SO_REUSEADDR, which the kernel allows across users. The kernel
+ * Every uroce process with a QP on the wire binds the link's address (its
+ * first IPv4 one, and its first IPv6 one when a GID of that family is
+ * used), port 4791, with SO_REUSEADDR, which the kernel allows across
+ * users. The kernel
  * gives each datagram to one of those sockets (the newest); the process
  * that gets a packet for another slot's QP (the BTH's destination QP names
  * the slot) passes it on to that slot's process (relay.h), with the
@@ -13,7 +15,8 @@
  * The kernel writes the IP and UDP headers, so the ICRC (IBTA A17.8) is
  * computed over the headers it will write: IPv4, identification 0 and DF,
  * which Linux gives a datagram of an unconnected socket with
- * IP_PMTUDISC_DO. A received packet's headers are rebuilt the same way. */
+ * IP_PMTUDISC_DO, or IPv6, whose traffic class, flow label and hop limit
+ * the ICRC masks. A received packet's headers are rebuilt the same way. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -31,77 +34,184 @@
 
 #define URO_WIRE_SOCKBUF (4 << 20)
 
-/* What a forwarded datagram carries in front of the packet. */
+/* What a forwarded datagram carries in front of the packet: its
+ * addresses as GIDs (IPv4-mapped for IPv4) and its UDP source port. */
 struct forward_head {
-	uint32_t src, dst; /* IPv4, network order */
-	uint16_t sport;	   /* network order */
+	uint8_t src[16], dst[16];
+	uint16_t sport; /* network order */
 	uint16_t reserved;
 };
 
-static int first_ipv4(const struct uro_device_model *m, uint32_t *addr)
+static const int af_of[URO_WIRE_FAMILIES] = {[URO_WIRE_IPV4] = AF_INET, [URO_WIRE_IPV6] = AF_INET6};
+
+static enum uro_wire_family family_of(const union ibv_gid *gid)
+{
+	return uro_gid_is_ipv4_mapped(gid) ? URO_WIRE_IPV4 : URO_WIRE_IPV6;
+}
+
+/* The link's first address of family f, as its GID: -1 for none. */
+static int link_addr(const struct uro_device_model *m, enum uro_wire_family f, union ibv_gid *gid)
 {
 	for (int i = 0; i < m->ngids; i++) {
-		if (uro_gid_is_ipv4_mapped(&m->gids[i].gid)) {
-			memcpy(addr, m->gids[i].gid.raw + 12, 4);
+		if (family_of(&m->gids[i].gid) == f) {
+			*gid = m->gids[i].gid;
 			return 0;
 		}
 	}
 	return -1;
 }
 
-static int udp_socket(uint32_t addr)
+/* gid's address and port (network order) as a socket address; a
+ * link-local IPv6 one (fe80::/10) is scoped to ifindex. */
+static socklen_t sockaddr_of(const union ibv_gid *gid, uint16_t port, unsigned ifindex,
+			     struct uro_wire_dest *d)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(URO_ROCE_PORT)};
-	int one = 1, pmtu = IP_PMTUDISC_DO, fd, buf = URO_WIRE_SOCKBUF;
+	memset(&d->sa, 0, sizeof(d->sa));
+	if (family_of(gid) == URO_WIRE_IPV4) {
+		d->sa.in.sin_family = AF_INET;
+		d->sa.in.sin_port = port;
+		memcpy(&d->sa.in.sin_addr, gid->raw + 12, 4);
+		return sizeof(d->sa.in);
+	}
+	d->sa.in6.sin6_family = AF_INET6;
+	d->sa.in6.sin6_port = port;
+	memcpy(&d->sa.in6.sin6_addr, gid->raw, 16);
+	if (gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80)
+		d->sa.in6.sin6_scope_id = ifindex;
+	return sizeof(d->sa.in6);
+}
 
-	a.sin_addr.s_addr = addr;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+void uro_wire_dest(const struct uro_wire_endpoint *w, const union ibv_gid *gid,
+		   struct uro_wire_dest *d)
+{
+	d->gid = *gid;
+	d->family = (uint8_t)family_of(gid);
+	d->len = sockaddr_of(gid, htons(URO_ROCE_PORT), w->ifindex, d);
+}
+
+/* Never fragmented: Linux then sends IPv4 with DF and identification 0
+ * from an unconnected socket, the header the ICRC is computed over. */
+static int no_fragments(int fd, enum uro_wire_family f)
+{
+	int v4 = IP_PMTUDISC_DO, v6 = IPV6_PMTUDISC_DO, one = 1;
+
+	if (f == URO_WIRE_IPV4)
+		return setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v4, sizeof(v4));
+	return setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v6, sizeof(v6)) ||
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+}
+
+/* A UDP socket of family f bound to gid's address and port (network
+ * order, 0 for one the kernel picks). */
+static int bound_socket(enum uro_wire_family f, const union ibv_gid *gid, uint16_t port,
+			unsigned ifindex)
+{
+	struct uro_wire_dest a;
+	socklen_t len = sockaddr_of(gid, port, ifindex, &a);
+	int fd = socket(af_of[f], SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+
 	if (fd < 0)
 		return -1;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) ||
-	    setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+	if (no_fragments(fd, f) ||
+	    (port && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) ||
+	    bind(fd, &a.sa.sa, len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex)
+{
+	int one = 1, buf = URO_WIRE_SOCKBUF;
+	int fd = bound_socket(f, gid, htons(URO_ROCE_PORT), ifindex);
+
+	/* The address a packet came to: the ICRC covers it. */
+	if (fd >= 0 && (f == URO_WIRE_IPV4
+			    ? setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one))
+			    : setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)))) {
 		close(fd);
 		return -1;
 	}
 	/* As large as allowed: root may pass net.core.rmem_max, others not. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
+	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
 		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 	return fd;
 }
 
-/* A socket that only sends, from an ephemeral port of addr that the
- * kernel picks and keeps for it: one flow's UDP source port. */
-static int tx_socket(uint32_t addr, uint16_t *port)
+/* A socket that only sends, from an ephemeral port of gid's address that
+ * the kernel picks and keeps for it: one flow's UDP source port. */
+static int tx_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex,
+		     uint16_t *port)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct sockaddr_in6 a;
 	socklen_t len = sizeof(a);
-	int pmtu = IP_PMTUDISC_DO, small = 1, fd;
+	int small = 1, fd = bound_socket(f, gid, 0, ifindex);
 
-	a.sin_addr.s_addr = addr;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	/* Nothing is sent to it: a datagram that is waits in a tiny buffer. */
-	if (setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) ||
 	    getsockname(fd, (struct sockaddr *)&a, &len)) {
 		close(fd);
 		return -1;
 	}
-	*port = a.sin_port;
+	/* sin_port and sin6_port sit at the same place. */
+	*port = a.sin6_port;
 	return fd;
 }
 
-static int tx_sockets_open(struct uro_wire_endpoint *w)
+static void socks_close(struct uro_wire_socks *s)
 {
-	for (int i = 0; i < URO_WIRE_TX_PORTS; i++) {
-		w->tx_fd[i] = tx_socket(w->addr, &w->tx_port[i]);
-		if (w->tx_fd[i] < 0)
-			return -1;
+	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
+		if (s->tx_fd[i] >= 0)
+			close(s->tx_fd[i]);
+	if (s->fd >= 0)
+		close(s->fd);
+}
+
+/* Opens family f's sockets, unless they are: 0, or an errno. */
+static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum uro_wire_family f)
+{
+	struct uro_wire_socks *s = &w->fam[f], n;
+	int fd;
+
+	if (__atomic_load_n(&s->fd, __ATOMIC_ACQUIRE) >= 0)
+		return 0;
+	memset(&n, 0, sizeof(n));
+	n.fd = -1;
+	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
+		n.tx_fd[i] = -1;
+	if (link_addr(&ctx->model, f, &n.addr)) {
+		uro_warn("device %s: no IPv%c address on its netdev for RoCEv2 to that family",
+			 ctx->dev->ibdev.name, f == URO_WIRE_IPV4 ? '4' : '6');
+		return EADDRNOTAVAIL;
 	}
+	pthread_mutex_lock(&w->open_lock);
+	if (s->fd >= 0) {
+		pthread_mutex_unlock(&w->open_lock);
+		return 0;
+	}
+	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
+		if ((n.tx_fd[i] = tx_socket(f, &n.addr, w->ifindex, &n.tx_port[i])) < 0)
+			break;
+	fd = n.tx_fd[URO_WIRE_TX_PORTS - 1] < 0 ? -1 : udp_socket(f, &n.addr, w->ifindex);
+	if (fd < 0) {
+		int err = errno;
+
+		pthread_mutex_unlock(&w->open_lock);
+		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s",
+			 ctx->dev->ibdev.name, strerror(err));
+		socks_close(&n);
+		return err;
+	}
+	memcpy(s->tx_fd, n.tx_fd, sizeof(n.tx_fd));
+	memcpy(s->tx_port, n.tx_port, sizeof(n.tx_port));
+	s->addr = n.addr;
+	/* Published last: the receivers and the progress thread look at fd. */
+	__atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&w->open_lock);
+	uro_wire_kick(ctx); /* the progress thread polls it from now on */
 	return 0;
 }
 
@@ -120,11 +230,8 @@ static unsigned tx_index(const uint8_t *bth)
 
 static void endpoint_free(struct uro_wire_endpoint *w)
 {
-	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
-		if (w->tx_fd[i] >= 0)
-			close(w->tx_fd[i]);
-	if (w->fd >= 0)
-		close(w->fd);
+	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
+		socks_close(&w->fam[f]);
 	uro_relay_close(&w->relay);
 	uro_wire_faults_free(w->faults);
 	uro_pcap_close(w->pcap);
@@ -133,6 +240,7 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 	free(w->rx);
 	free(w->burst);
 	pthread_mutex_destroy(&w->rx_lock);
+	pthread_mutex_destroy(&w->open_lock);
 	free(w);
 }
 
@@ -146,32 +254,29 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	if (!w)
 		return NULL;
 	pthread_mutex_init(&w->rx_lock, NULL);
-	w->fd = w->kick_fd = w->relay.lfd = w->relay.efd = -1;
-	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
-		w->tx_fd[i] = -1;
+	pthread_mutex_init(&w->open_lock, NULL);
+	w->kick_fd = w->relay.lfd = w->relay.efd = -1;
+	for (int f = 0; f < URO_WIRE_FAMILIES; f++) {
+		w->fam[f].fd = -1;
+		for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
+			w->fam[f].tx_fd[i] = -1;
+	}
+	w->ifindex = ctx->model.netdev.ifindex;
 	w->look_ns = URO_WIRE_LOOK_NS;
 	w->n = &ctx->self.hdr->counters;
 	w->rx = calloc(URO_WIRE_BATCH, sizeof(*w->rx));
 	w->burst = calloc(URO_WIRE_BURST, sizeof(*w->burst));
-	if (!w->rx || !w->burst || first_ipv4(&ctx->model, &w->addr)) {
-		int err = w->rx && w->burst ? EADDRNOTAVAIL : ENOMEM;
-
-		if (w->rx && w->burst)
-			uro_warn("device %s: no IPv4 address on its netdev; RoCEv2 needs one "
-				 "(IPv6 is not carried yet)",
-				 ctx->dev->ibdev.name);
+	if (!w->rx || !w->burst) {
 		endpoint_free(w);
-		errno = err;
+		errno = ENOMEM;
 		return NULL;
 	}
-	w->fd = udp_socket(w->addr);
 	w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->fd < 0 || w->kick_fd < 0 || tx_sockets_open(w) ||
-	    uro_relay_open(&w->relay, ctx->slot.sock)) {
+	if (w->kick_fd < 0 || uro_relay_open(&w->relay, ctx->slot.sock)) {
 		int err = errno;
 
-		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s",
-			 ctx->dev->ibdev.name, strerror(err));
+		uro_warn("device %s: cannot receive RoCEv2: %s", ctx->dev->ibdev.name,
+			 strerror(err));
 		endpoint_free(w);
 		errno = err;
 		return NULL;
@@ -190,18 +295,43 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	return w;
 }
 
-struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx)
+/* The families gid needs (NULL: those of the link's addresses, of which
+ * one must open). */
+static int families_open(struct uro_context *ctx, struct uro_wire_endpoint *w,
+			 const union ibv_gid *gid)
+{
+	union ibv_gid any;
+	int err = EADDRNOTAVAIL, opened = 0;
+
+	if (gid)
+		return socks_open(ctx, w, family_of(gid));
+	for (int f = 0; f < URO_WIRE_FAMILIES; f++) {
+		if (link_addr(&ctx->model, (enum uro_wire_family)f, &any))
+			continue;
+		if (!(err = socks_open(ctx, w, (enum uro_wire_family)f)))
+			opened = 1;
+	}
+	return opened ? 0 : err;
+}
+
+struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx, const union ibv_gid *gid)
 {
 	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+	int err;
 
-	if (w)
-		return w;
-	w = endpoint_new(ctx);
-	if (!w)
+	if (!w) {
+		w = endpoint_new(ctx);
+		if (!w)
+			return NULL;
+		__atomic_store_n(&ctx->wire, w, __ATOMIC_RELEASE);
+		/* The progress thread answers the peers while the program sleeps. */
+		uro_progress_kick(ctx);
+	}
+	err = families_open(ctx, w, gid);
+	if (err) {
+		errno = err;
 		return NULL;
-	__atomic_store_n(&ctx->wire, w, __ATOMIC_RELEASE);
-	/* The progress thread answers the peers while the program sleeps. */
-	uro_progress_kick(ctx);
+	}
 	return w;
 }
 
@@ -215,16 +345,17 @@ void uro_wire_header(struct uro_roce_packet *pkt, int code, uint32_t dest_qp, ui
 	pkt->psn = psn & URO_PSN_MASK;
 }
 
-int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+int uro_wire_transmit(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
 		      const uint8_t *data, size_t len)
 {
+	const struct uro_wire_socks *s = &w->fam[to->family];
 	unsigned tx = tx_index(data);
 
 	w->n->sent++;
-	if (sendto(w->tx_fd[tx], data, len, 0, (const struct sockaddr *)to, sizeof(*to)) >= 0) {
+	if (sendto(s->tx_fd[tx], data, len, 0, &to->sa.sa, to->len) >= 0) {
 		if (w->pcap)
-			uro_pcap_packet(w->pcap, w->addr, w->tx_port[tx], to->sin_addr.s_addr, 0,
-					data, len);
+			uro_pcap_packet(w->pcap, s->addr.raw, s->tx_port[tx], to->gid.raw, 0, data,
+					len);
 		return 0;
 	}
 	/* A full socket buffer is a lost packet: the peer's retry covers it. */
@@ -232,24 +363,30 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
 	return errno == EAGAIN || errno == ENOBUFS ? 0 : errno;
 }
 
-/* The IPv4 and UDP headers in front of the packet, its ICRC behind. */
-static void finish(const struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+/* The IP and UDP headers in front of the packet, its ICRC behind. */
+static void finish(const struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
 		   size_t tlen)
 {
-	uro_roce_ipv4_udp(buf, w->addr, to->sin_addr.s_addr,
-			  w->tx_port[tx_index(buf + URO_WIRE_HEAD)], tlen + URO_ROCE_ICRC_LEN);
-	uro_roce_icrc_put(buf, 20, URO_WIRE_HEAD + tlen);
+	const struct uro_wire_socks *s = &w->fam[to->family];
+	size_t hl = uro_roce_ip_udp_len(to->gid.raw);
+	uint8_t *ip = buf + URO_WIRE_HEAD - hl;
+
+	uro_roce_ip_udp(ip, s->addr.raw, to->gid.raw, s->tx_port[tx_index(buf + URO_WIRE_HEAD)],
+			tlen + URO_ROCE_ICRC_LEN);
+	uro_roce_icrc_put(ip, hl - 8, hl + tlen);
 }
 
-void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
 			 size_t tlen)
 {
+	const struct uro_wire_socks *s = &w->fam[to->family];
+
 	finish(w, to, buf, tlen);
-	uro_pcap_packet(w->pcap, w->addr, w->tx_port[tx_index(buf + URO_WIRE_HEAD)],
-			to->sin_addr.s_addr, 0, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
+	uro_pcap_packet(w->pcap, s->addr.raw, s->tx_port[tx_index(buf + URO_WIRE_HEAD)],
+			to->gid.raw, 0, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
 }
 
-int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+int uro_wire_send(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
 		  size_t tlen)
 {
 	finish(w, to, buf, tlen);
@@ -260,7 +397,7 @@ int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uin
 	return uro_wire_transmit(w, to, buf + URO_WIRE_HEAD, tlen + URO_ROCE_ICRC_LEN);
 }
 
-void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
 			 uint8_t (*buf)[URO_WIRE_BUF], const size_t *tlen, unsigned n)
 {
 	struct mmsghdr m[URO_WIRE_BURST];
@@ -278,13 +415,13 @@ void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct sockaddr_in *
 		finish(w, to, buf[i], tlen[i]);
 		iov[i].iov_base = buf[i] + URO_WIRE_HEAD;
 		iov[i].iov_len = tlen[i] + URO_ROCE_ICRC_LEN;
-		m[i].msg_hdr.msg_name = (void *)to;
-		m[i].msg_hdr.msg_namelen = sizeof(*to);
+		m[i].msg_hdr.msg_name = (void *)&to->sa;
+		m[i].msg_hdr.msg_namelen = to->len;
 		m[i].msg_hdr.msg_iov = &iov[i];
 		m[i].msg_hdr.msg_iovlen = 1;
 	}
 	/* One QP's packets leave by one socket (tx_index). */
-	sent = sendmmsg(w->tx_fd[tx_index(buf[0] + URO_WIRE_HEAD)], m, n, 0);
+	sent = sendmmsg(w->fam[to->family].tx_fd[tx_index(buf[0] + URO_WIRE_HEAD)], m, n, 0);
 	sent = sent < 0 ? 0 : sent;
 	w->n->sent += n;
 	/* What did not fit in the socket buffer is lost: the retry covers it. */
@@ -324,22 +461,25 @@ static int is_response(const struct uro_roce_packet *p)
 	return p->op->op == WIRE_ACK || p->op->op == WIRE_ATOMIC_ACK || p->op->op == WIRE_READ_RESP;
 }
 
-/* One packet: buf holds the pseudo headers and then the transport bytes. */
+/* One packet: the transport bytes at buf + URO_WIRE_HEAD, the headers
+ * they came with rebuilt in front of them. */
 static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 		     const struct forward_head *fh, int forwarded)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
+	size_t hl = uro_roce_ip_udp_len(fh->dst);
+	uint8_t *ip = buf + URO_WIRE_HEAD - hl;
 	struct uro_roce_packet p;
 	enum uro_roce_drop why;
 	struct uro_qp *qp;
 
-	uro_roce_ipv4_udp(buf, fh->src, fh->dst, fh->sport, tlen);
-	why = uro_roce_parse(buf, URO_WIRE_HEAD + tlen, &p);
-	/* Not uroce's ID 0 (Linux rxe numbers its packets): the one that
-	 * makes the ICRC right, if any (icrc.h). */
+	uro_roce_ip_udp(ip, fh->src, fh->dst, fh->sport, tlen);
+	why = uro_roce_parse(ip, hl + tlen, &p);
+	/* Not uroce's IPv4 ID 0 (Linux rxe numbers its packets): the one that
+	 * makes the ICRC right, if any (icrc.h). IPv6 has no ID. */
 	if (why == ROCE_BAD_ICRC &&
-	    !uro_roce_icrc_find_ipv4_id(&w->ids, buf, URO_WIRE_HEAD + tlen - URO_ROCE_ICRC_LEN))
-		why = uro_roce_parse(buf, URO_WIRE_HEAD + tlen, &p);
+	    !uro_roce_icrc_find_ipv4_id(&w->ids, ip, hl + tlen - URO_ROCE_ICRC_LEN))
+		why = uro_roce_parse(ip, hl + tlen, &p);
 	if (why == ROCE_OK && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
 		forward(w, p.dest_qp >> 12, buf + URO_WIRE_HEAD, tlen, fh);
 		return; /* its process traces and counts it */
@@ -347,7 +487,8 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	w->n->received++;
 	if (w->pcap)
 		uro_pcap_packet(w->pcap, fh->src, fh->sport, fh->dst,
-				(uint16_t)(buf[4] << 8 | buf[5]), buf + URO_WIRE_HEAD, tlen);
+				hl == URO_ROCE_IPV4_UDP_LEN ? (uint16_t)(ip[4] << 8 | ip[5]) : 0,
+				buf + URO_WIRE_HEAD, tlen);
 	if (why != ROCE_OK) {
 		w->n->dropped[why]++;
 		return;
@@ -373,15 +514,36 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 		uro_wire_respond(ctx, qp, &p);
 }
 
-static int receive_udp(struct uro_context *ctx)
+/* The address a datagram came to, from its IP_PKTINFO or IPV6_PKTINFO. */
+static void arrived_at(struct msghdr *h, uint8_t dst[16])
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+		union ibv_gid gid;
+
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
+			uro_gid_from_ip(&gid, AF_INET,
+					&((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr);
+		else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO)
+			uro_gid_from_ip(&gid, AF_INET6,
+					&((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr);
+		else
+			continue;
+		memcpy(dst, gid.raw, 16);
+	}
+}
+
+static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
+	const struct uro_wire_socks *s = &w->fam[f];
 	struct mmsghdr m[URO_WIRE_BATCH];
-	struct sockaddr_in from[URO_WIRE_BATCH];
+	struct sockaddr_in6 from[URO_WIRE_BATCH]; /* or a sockaddr_in: it is larger */
 	struct iovec iov[URO_WIRE_BATCH];
-	char cmsg[URO_WIRE_BATCH][CMSG_SPACE(sizeof(struct in_pktinfo))];
-	int n;
+	char cmsg[URO_WIRE_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	int fd = __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE), n;
 
+	if (fd < 0)
+		return 0;
 	memset(m, 0, sizeof(m));
 	for (int i = 0; i < URO_WIRE_BATCH; i++) {
 		iov[i].iov_base = w->rx[i] + URO_WIRE_HEAD;
@@ -393,15 +555,18 @@ static int receive_udp(struct uro_context *ctx)
 		m[i].msg_hdr.msg_control = cmsg[i];
 		m[i].msg_hdr.msg_controllen = sizeof(cmsg[i]);
 	}
-	n = recvmmsg(w->fd, m, URO_WIRE_BATCH, MSG_DONTWAIT, NULL);
+	n = recvmmsg(fd, m, URO_WIRE_BATCH, MSG_DONTWAIT, NULL);
 	for (int i = 0; i < n; i++) {
-		struct forward_head fh = {
-		    .src = from[i].sin_addr.s_addr, .dst = w->addr, .sport = from[i].sin_port};
+		struct forward_head fh = {.sport = from[i].sin6_port};
+		union ibv_gid src;
 
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m[i].msg_hdr); c;
-		     c = CMSG_NXTHDR(&m[i].msg_hdr, c))
-			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
-				fh.dst = ((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr.s_addr;
+		uro_gid_from_ip(&src, af_of[f],
+				f == URO_WIRE_IPV4
+				    ? (void *)&((struct sockaddr_in *)&from[i])->sin_addr
+				    : (void *)&from[i].sin6_addr);
+		memcpy(fh.src, src.raw, 16);
+		memcpy(fh.dst, s->addr.raw, 16);
+		arrived_at(&m[i].msg_hdr, fh.dst);
 		if (m[i].msg_hdr.msg_flags & MSG_TRUNC || m[i].msg_len < URO_ROCE_BTH_LEN) {
 			w->n->dropped[ROCE_TRUNCATED]++;
 			continue;
@@ -410,6 +575,16 @@ static int receive_udp(struct uro_context *ctx)
 	}
 	uro_wire_place_runs(ctx); /* before the buffers take the next batch */
 	return n;
+}
+
+/* Takes a batch from each family's socket: whether one was full. */
+static int receive_sockets(struct uro_context *ctx)
+{
+	int full = 0;
+
+	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
+		full |= receive_udp(ctx, (enum uro_wire_family)f) == URO_WIRE_BATCH;
+	return full;
 }
 
 struct forwarded {
@@ -474,8 +649,7 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		pthread_mutex_lock(&w->rx_lock);
 	else if (pthread_mutex_trylock(&w->rx_lock))
 		return 0; /* another thread is at it */
-	while (rounds++ < 8 &&
-	       (receive_udp(ctx) == URO_WIRE_BATCH) + (receive_forwarded(ctx) == URO_WIRE_BATCH))
+	while (rounds++ < 8 && receive_sockets(ctx) + (receive_forwarded(ctx) == URO_WIRE_BATCH))
 		;
 	/* Timers are milliseconds apart: a busy poll looks at them now and
 	 * then, not on every call. */
@@ -535,8 +709,11 @@ int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left)
  * takes a while) holds rx_lock: that program is not away either. */
 int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since)
 {
-	struct pollfd fds[2] = {{.fd = w->fd, .events = POLLIN},
-				{.fd = w->relay.efd, .events = POLLIN}};
+	/* poll(2) skips a family not opened (fd -1). */
+	struct pollfd fds[3] = {
+	    {.fd = __atomic_load_n(&w->fam[URO_WIRE_IPV4].fd, __ATOMIC_ACQUIRE), .events = POLLIN},
+	    {.fd = __atomic_load_n(&w->fam[URO_WIRE_IPV6].fd, __ATOMIC_ACQUIRE), .events = POLLIN},
+	    {.fd = w->relay.efd, .events = POLLIN}};
 
 	if (__atomic_load_n(&w->last_active_ns, __ATOMIC_RELAXED) >= since ||
 	    pthread_mutex_trylock(&w->rx_lock)) {
@@ -545,7 +722,7 @@ int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since)
 		return 0;
 	}
 	pthread_mutex_unlock(&w->rx_lock);
-	if (poll(fds, 2, 0) <= 0)
+	if (poll(fds, 3, 0) <= 0)
 		return 0;
 	w->look_ns = URO_WIRE_LOOK_NS;
 	return 1;
@@ -563,8 +740,9 @@ void uro_wire_close(struct uro_context *ctx)
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->rx_lock);
-	for (int i = 0; i < 64 && receive_udp(ctx) > 0; i++)
-		;
+	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
+		for (int i = 0; i < 64 && receive_udp(ctx, (enum uro_wire_family)f) > 0; i++)
+			;
 	pthread_mutex_unlock(&w->rx_lock);
 	endpoint_free(w);
 	ctx->wire = NULL;

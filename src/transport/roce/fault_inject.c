@@ -17,7 +17,7 @@
 
 struct held {
 	uint64_t due; /* 0: a free reordered slot */
-	struct sockaddr_in to;
+	struct uro_wire_dest to;
 	size_t len;
 	uint8_t data[URO_WIRE_BUF - URO_WIRE_HEAD];
 };
@@ -80,7 +80,7 @@ static void send_held(struct uro_wire_endpoint *w, const struct held *h, uint64_
 		uro_wire_transmit(w, &h->to, h->data, h->len);
 }
 
-static void store(struct held *h, const struct sockaddr_in *to, const uint8_t *data, size_t len,
+static void store(struct held *h, const struct uro_wire_dest *to, const uint8_t *data, size_t len,
 		  uint64_t due)
 {
 	h->due = due;
@@ -151,7 +151,7 @@ static void note_due(struct uro_wire_faults *f, uint64_t due)
 }
 
 /* Holds the packet until the next one went; -1 when every slot is taken. */
-static int hold_reordered(struct uro_wire_faults *f, const struct sockaddr_in *to,
+static int hold_reordered(struct uro_wire_faults *f, const struct uro_wire_dest *to,
 			  const uint8_t *data, size_t len, uint64_t due)
 {
 	for (int i = 0; i < REORDERED_MAX; i++) {
@@ -166,7 +166,7 @@ static int hold_reordered(struct uro_wire_faults *f, const struct sockaddr_in *t
 
 /* Holds the packet until due, behind every packet delayed before it; a
  * full queue sends its oldest early rather than break the order. */
-static void hold_delayed(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+static void hold_delayed(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
 			 const uint8_t *data, size_t len, uint64_t due, uint64_t now)
 {
 	struct uro_wire_faults *f = w->faults;
@@ -193,7 +193,7 @@ static uint64_t delay_of(struct uro_wire_faults *f)
 
 /* The faults a packet in scope meets: 1 when they took it (lost, or held
  * back to go later), 0 when it is to be sent now. */
-static int inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
+static int inject(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *data,
 		  size_t len, uint64_t now)
 {
 	struct uro_wire_faults *f = w->faults;
@@ -231,8 +231,8 @@ static int inject(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uin
 	return 1;
 }
 
-void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
-			  size_t len)
+void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
+			  uint8_t *data, size_t len)
 {
 	struct uro_wire_faults *f = w->faults;
 	uint64_t now = uro_now_ns();

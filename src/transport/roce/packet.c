@@ -71,6 +71,38 @@ void uro_roce_ipv4_udp(uint8_t *h, uint32_t src, uint32_t dst, uint16_t sport, s
 	put16(h + 24, (uint16_t)(UDP_LEN + len));
 }
 
+static const uint8_t ipv4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+size_t uro_roce_ip_udp_len(const uint8_t dst[16])
+{
+	return memcmp(dst, ipv4_mapped, sizeof(ipv4_mapped)) ? URO_ROCE_IPV6_UDP_LEN
+							     : URO_ROCE_IPV4_UDP_LEN;
+}
+
+size_t uro_roce_ip_udp(uint8_t *h, const uint8_t src[16], const uint8_t dst[16], uint16_t sport,
+		       size_t len)
+{
+	uint32_t s4, d4;
+
+	if (uro_roce_ip_udp_len(dst) == URO_ROCE_IPV4_UDP_LEN) {
+		memcpy(&s4, src + 12, 4);
+		memcpy(&d4, dst + 12, 4);
+		uro_roce_ipv4_udp(h, s4, d4, sport, len);
+		return URO_ROCE_IPV4_UDP_LEN;
+	}
+	memset(h, 0, URO_ROCE_IPV6_UDP_LEN);
+	h[0] = 0x60;
+	put16(h + 4, (uint16_t)(UDP_LEN + len));
+	h[6] = IPPROTO_UDP_;
+	h[7] = 64;
+	memcpy(h + 8, src, 16);
+	memcpy(h + 24, dst, 16);
+	memcpy(h + IPV6_LEN, &sport, 2);
+	put16(h + IPV6_LEN + 2, URO_ROCE_PORT);
+	put16(h + IPV6_LEN + 4, (uint16_t)(UDP_LEN + len));
+	return URO_ROCE_IPV6_UDP_LEN;
+}
+
 /* RFC 791: the ones' complement of the ones' complement sum. */
 void uro_roce_ipv4_checksum(uint8_t *h)
 {

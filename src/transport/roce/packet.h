@@ -64,6 +64,17 @@ size_t uro_roce_build(const struct uro_roce_packet *p, uint8_t *out);
  * it (Annex A17.8); uro_roce_ipv4_checksum fills it for a reader. */
 #define URO_ROCE_IPV4_UDP_LEN 28
 void uro_roce_ipv4_udp(uint8_t *h, uint32_t src, uint32_t dst, uint16_t sport, size_t len);
+/* The same for a packet between two addresses given as RoCEv2 GIDs (raw,
+ * IPv4 as ::ffff:a.b.c.d, IBTA A17.2): IPv4 and UDP headers when dst is
+ * IPv4-mapped, otherwise IPv6 (traffic class and flow label 0, hop limit
+ * 64, which the ICRC masks) and UDP, into the URO_ROCE_IP_UDP_MAX bytes at
+ * h. Returns how many bytes it wrote there. */
+#define URO_ROCE_IPV6_UDP_LEN 48
+#define URO_ROCE_IP_UDP_MAX   URO_ROCE_IPV6_UDP_LEN
+size_t uro_roce_ip_udp(uint8_t *h, const uint8_t src[16], const uint8_t dst[16], uint16_t sport,
+		       size_t len);
+/* How many bytes uro_roce_ip_udp writes for a packet to dst. */
+size_t uro_roce_ip_udp_len(const uint8_t dst[16]);
 void uro_roce_ipv4_checksum(uint8_t *h);
 size_t uro_roce_transport_len(const struct uro_roce_packet *p);
 

@@ -119,53 +119,63 @@ void uro_pcap_close(struct uro_pcap *t)
 	free(t);
 }
 
-/* Cuts the payload of the packet in buf (IPv4, UDP, RoCEv2) to at most
- * snap bytes, and makes its lengths, pad and ICRC those of the shorter
- * packet: decoders read it whole (the InfiniBand dissector takes a packet
- * cut short for malformed), and the record's original length keeps the
- * real one. Returns the packet's new length; a packet that does not parse
- * is kept whole. */
-static size_t snap_payload(uint8_t *buf, size_t len, uint32_t snap)
+/* The IP and UDP headers of a packet of len bytes (BTH to ICRC), with
+ * IPv4 identification id: their length. */
+static size_t headers(uint8_t *buf, const uint8_t src[16], uint16_t sport, const uint8_t dst[16],
+		      uint16_t id, size_t len)
+{
+	size_t hl = uro_roce_ip_udp(buf, src, dst, sport, len);
+
+	if (hl == URO_ROCE_IPV4_UDP_LEN) {
+		buf[4] = (uint8_t)(id >> 8);
+		buf[5] = (uint8_t)id;
+	}
+	return hl;
+}
+
+/* Cuts the payload of the packet in buf (hl bytes of IP and UDP headers
+ * made by headers(), then RoCEv2) to at most snap bytes, and makes its
+ * lengths, pad and ICRC those of the shorter packet: decoders read it
+ * whole (the InfiniBand dissector takes a packet cut short for malformed),
+ * and the record's original length keeps the real one. Returns the
+ * packet's new length; a packet that does not parse is kept whole. */
+static size_t snap_payload(uint8_t *buf, size_t hl, size_t len, uint32_t snap,
+			   const uint8_t src[16], uint16_t sport, const uint8_t dst[16],
+			   uint16_t id)
 {
 	struct uro_roce_packet p;
-	uint32_t src, dst;
-	uint16_t sport, id;
 
 	if (uro_roce_parse(buf, len, &p) != ROCE_OK || p.payload_len <= snap)
 		return len;
 	len =
 	    (size_t)(p.payload - buf) + (snap & ~3u) + URO_ROCE_ICRC_LEN; /* whole words: no pad */
-	memcpy(&src, buf + 12, 4);
-	memcpy(&dst, buf + 16, 4);
-	memcpy(&sport, buf + 20, 2);
-	memcpy(&id, buf + 4, 2);
-	uro_roce_ipv4_udp(buf, src, dst, sport, len - URO_ROCE_IPV4_UDP_LEN);
-	memcpy(buf + 4, &id, 2);
-	buf[URO_ROCE_IPV4_UDP_LEN + 1] &= (uint8_t)~0x30; /* BTH PadCnt */
-	uro_roce_icrc_put(buf, 20, len - URO_ROCE_ICRC_LEN);
+	headers(buf, src, sport, dst, id, len - hl);
+	buf[hl + 1] &= (uint8_t)~0x30; /* BTH PadCnt */
+	uro_roce_icrc_put(buf, hl - 8, len - URO_ROCE_ICRC_LEN);
 	return len;
 }
 
-void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t dst, uint16_t id,
-		     const uint8_t *roce, size_t len)
+void uro_pcap_packet(struct uro_pcap *t, const uint8_t src[16], uint16_t sport,
+		     const uint8_t dst[16], uint16_t id, const uint8_t *roce, size_t len)
 {
-	uint8_t buf[URO_ROCE_IPV4_UDP_LEN + URO_PCAP_MAX_ROCE];
+	uint8_t buf[URO_ROCE_IP_UDP_MAX + URO_PCAP_MAX_ROCE];
 	struct pcap_record_header r;
 	struct timespec now;
 	struct iovec iov[2] = {{&r, sizeof(r)}, {buf, 0}};
+	size_t hl;
 
 	if (len > URO_PCAP_MAX_ROCE)
 		return; /* longer than any packet uroce sends or takes */
 	clock_gettime(CLOCK_REALTIME, &now);
 	r.sec = (uint32_t)now.tv_sec;
 	r.usec = (uint32_t)(now.tv_nsec / 1000);
-	r.orig_len = (uint32_t)(URO_ROCE_IPV4_UDP_LEN + len);
-	uro_roce_ipv4_udp(buf, src, dst, sport, len);
-	buf[4] = (uint8_t)(id >> 8);
-	buf[5] = (uint8_t)id;
-	memcpy(buf + URO_ROCE_IPV4_UDP_LEN, roce, len);
-	iov[1].iov_len = t->snap ? snap_payload(buf, r.orig_len, t->snap) : r.orig_len;
-	uro_roce_ipv4_checksum(buf);
+	hl = headers(buf, src, sport, dst, id, len);
+	r.orig_len = (uint32_t)(hl + len);
+	memcpy(buf + hl, roce, len);
+	iov[1].iov_len =
+	    t->snap ? snap_payload(buf, hl, r.orig_len, t->snap, src, sport, dst, id) : r.orig_len;
+	if (hl == URO_ROCE_IPV4_UDP_LEN)
+		uro_roce_ipv4_checksum(buf);
 	r.incl_len = (uint32_t)iov[1].iov_len;
 	/* A trace that cannot be written loses records, never packets. */
 	(void)!writev(t->fd, iov, 2);

@@ -27,10 +27,11 @@ struct uro_pcap *uro_pcap_open(const char *pattern, uint32_t snap, char *err, si
 void uro_pcap_close(struct uro_pcap *t);
 
 /* One RoCEv2 packet (its BTH to its ICRC) from src:sport to dst:4791,
- * in network order, as an IPv4 packet with identification id (under the
- * ICRC: icrc.h). */
-void uro_pcap_packet(struct uro_pcap *t, uint32_t src, uint16_t sport, uint32_t dst, uint16_t id,
-		     const uint8_t *roce, size_t len);
+ * the addresses as GIDs and sport in network order: an IPv4 packet with
+ * identification id (under the ICRC: icrc.h) when dst is IPv4-mapped, an
+ * IPv6 one otherwise. */
+void uro_pcap_packet(struct uro_pcap *t, const uint8_t src[16], uint16_t sport,
+		     const uint8_t dst[16], uint16_t id, const uint8_t *roce, size_t len);
 
 /* UROCE_PCAP_SNAP's value, payload bytes (0: all): 0, or -1 with err set. */
 int uro_pcap_snap_parse(const char *s, uint32_t *snap, char *err, size_t errlen);

@@ -19,17 +19,15 @@
  * ICRC, or 0 when its payload cannot be read. */
 static size_t build(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		    const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len,
-		    uint8_t buf[URO_WIRE_BUF], struct sockaddr_in *to)
+		    uint8_t buf[URO_WIRE_BUF], struct uro_wire_dest *to)
 {
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
 	struct uro_roce_packet pkt;
 	struct iovec dst;
 	size_t tlen;
 
-	*to = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(URO_ROCE_PORT)};
-	memcpy(&to->sin_addr.s_addr, ah->grh.dgid.raw + 12, 4);
-	/* The AH's GID is IPv4 (it is on the wire) and uro_ud_send checked
-	 * the length against the MTU. */
+	uro_wire_dest(ctx->wire, &ah->grh.dgid, to);
+	/* uro_ud_send checked the length against the MTU. */
 	uro_wire_header(&pkt, uro_wire_code(WIRE_SEND, WIRE_UD, WIRE_ONLY, op->imm ? HDR_IMMDT : 0),
 			wr->wr.ud.remote_qpn, qp->sq_posted);
 	pkt.se = (wr->send_flags & IBV_SEND_SOLICITED) != 0;
@@ -49,9 +47,9 @@ static size_t build(struct uro_context *ctx, struct uro_qp *qp, const struct ibv
 int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len)
 {
-	struct uro_wire_endpoint *w = uro_wire_open(ctx);
+	struct uro_wire_endpoint *w = uro_wire_open(ctx, &ah->grh.dgid);
 	uint8_t buf[URO_WIRE_BUF];
-	struct sockaddr_in to;
+	struct uro_wire_dest to;
 	size_t tlen;
 
 	if (!w)
@@ -68,10 +66,10 @@ void uro_wire_ud_trace(struct uro_context *ctx, struct uro_qp *qp, const struct 
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 	uint8_t buf[URO_WIRE_BUF];
-	struct sockaddr_in to;
+	struct uro_wire_dest to;
 	size_t tlen;
 
-	if (!w || !w->pcap)
+	if (!w || !w->pcap || !uro_wire_open(ctx, &ah->grh.dgid))
 		return;
 	tlen = build(ctx, qp, wr, ah, liov, nl, len, buf, &to);
 	if (tlen)
@@ -79,8 +77,10 @@ void uro_wire_ud_trace(struct uro_context *ctx, struct uro_qp *qp, const struct 
 }
 
 void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
-			 const struct uro_roce_packet *pkt, uint32_t src_ip, uint32_t dst_ip)
+			 const struct uro_roce_packet *pkt, const uint8_t src[16],
+			 const uint8_t dst[16])
 {
+	union ibv_gid sgid, dgid;
 	uint32_t state = uro_qp_state(qp->pub);
 	struct iovec payload = {(void *)pkt->payload, pkt->payload_len};
 	uint8_t grh[GRH_BYTES] = {0};
@@ -106,13 +106,15 @@ void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
 	e.qp_num = qp->qpx.qp_base.qp_num;
 	e.src_qp = pkt->deth.src_qp;
 	e.slid = ctx->model.port.lid;
-	e.sl = uro_roce_received_sl(1);
+	memcpy(sgid.raw, src, 16);
+	memcpy(dgid.raw, dst, 16);
+	e.sl = uro_roce_received_sl(uro_gid_is_ipv4_mapped(&sgid));
 	e.wc_flags = IBV_WC_GRH;
 	if (pkt->op->hdrs & HDR_IMMDT) {
 		e.imm_data = htonl(pkt->imm);
 		e.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	uro_ipv4_grh(grh, 0, 64, &src_ip, &dst_ip, pkt->payload_len);
+	uro_roce_grh(grh, &sgid, &dgid, pkt->payload_len);
 	st = uro_ud_land(&ctx->self, qp->pub, &r, grh, &payload, 1, pkt->payload_len);
 	e.status = (uint32_t)(st < 0 ? IBV_WC_LOC_PROT_ERR : st);
 	if (e.status == IBV_WC_SUCCESS)

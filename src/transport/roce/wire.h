@@ -22,9 +22,10 @@
 #include "segment_ops.h"
 
 #define URO_WIRE_BATCH 16
-/* An IPv4 header and a UDP header, written in front of each packet only to
- * compute its ICRC: the kernel writes the real ones. */
-#define URO_WIRE_HEAD URO_ROCE_IPV4_UDP_LEN
+/* Room for the IP (4 or 6) and UDP headers, written in front of each
+ * packet only to compute its ICRC (they end where the BTH starts): the
+ * kernel writes the real ones. */
+#define URO_WIRE_HEAD URO_ROCE_IP_UDP_MAX
 #define URO_WIRE_BUF  (URO_WIRE_HEAD + URO_ROCE_BTH_LEN + 64 + 4096 + URO_ROCE_ICRC_LEN)
 /* A message's packets built, copied and sent together: one
  * process_vm_readv and one sendmmsg for up to this many, where a system
@@ -48,15 +49,42 @@ struct uro_wire_faults;
 /* Sending sockets: the UDP source ports a QP's packets may come from. */
 #define URO_WIRE_TX_PORTS 16
 
+/* The IP families RoCEv2 runs over (IBTA A17.4): an IPv4-mapped GID's,
+ * and any other GID's. */
+enum uro_wire_family { URO_WIRE_IPV4, URO_WIRE_IPV6, URO_WIRE_FAMILIES };
+
+/* An endpoint's sockets of one family, opened when a QP or an address
+ * handle first needs them. A link's packets of a family leave from, and
+ * arrive at, its first address of that family (its first GID of it). */
+struct uro_wire_socks {
+	int fd; /* UDP, that address, port 4791, SO_REUSEADDR; -1 until opened */
+	int tx_fd[URO_WIRE_TX_PORTS];	     /* UDP, the same address, ports the kernel chose */
+	uint16_t tx_port[URO_WIRE_TX_PORTS]; /* theirs, network order */
+	union ibv_gid addr;		     /* that address as its GID */
+};
+
+/* Where a QP's or a datagram's packets go: port 4791 of the destination
+ * GID's address, as the headers under the ICRC name it and as sendto
+ * takes it (an IPv6 link-local one scoped to the link's netdev). */
+struct uro_wire_dest {
+	union ibv_gid gid;
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} sa;
+	socklen_t len;
+	uint8_t family; /* enum uro_wire_family */
+};
+
 /* One per context with a QP on the wire. */
 struct uro_wire_endpoint {
-	int fd;			      /* UDP, the link's IPv4 address, port 4791, SO_REUSEADDR */
-	int tx_fd[URO_WIRE_TX_PORTS]; /* UDP, the same address, ports the kernel chose */
-	uint16_t tx_port[URO_WIRE_TX_PORTS]; /* theirs, network order */
-	struct uro_wire_relay relay;	     /* packets for and from the host's other processes */
-	int kick_fd;			     /* eventfd: wakes the progress thread */
-	uint32_t addr;			     /* the link's IPv4 address, network order */
-	pthread_mutex_t rx_lock;	     /* one receiver at a time: the responders' state */
+	struct uro_wire_socks fam[URO_WIRE_FAMILIES];
+	unsigned ifindex;	     /* the link's netdev */
+	pthread_mutex_t open_lock;   /* opens a family's sockets */
+	struct uro_wire_relay relay; /* packets for and from the host's other processes */
+	int kick_fd;		     /* eventfd: wakes the progress thread */
+	pthread_mutex_t rx_lock;     /* one receiver at a time: the responders' state */
 	uint8_t (*rx)[URO_WIRE_BUF];
 	uint8_t (
 	    *burst)[URO_WIRE_BUF]; /* the responders' packets (URO_WIRE_BURST), under rx_lock */
@@ -123,8 +151,8 @@ struct uro_wire_rq {
 };
 
 struct uro_qp_wire {
-	struct sockaddr_in peer; /* the destination GID's address, port 4791 */
-	uint32_t mtu;		 /* bytes of the path MTU */
+	struct uro_wire_dest peer; /* the destination GID's address, port 4791 */
+	uint32_t mtu;		   /* bytes of the path MTU */
 	/* requester */
 	struct uro_wire_wqe *ring;
 	uint32_t cap;
@@ -144,11 +172,11 @@ struct uro_qp_wire {
 	struct uro_wire_rq rq;
 };
 
-/* Which path a destination takes: 1 the wire, 0 shared memory. A GID of
- * this network namespace stays local unless this process takes the wire
- * to all (uro_wire_forced). */
-int uro_wire_gid_is_remote(const union ibv_gid *gid);
-/* Whether the GID is an IPv4 address of this network namespace. */
+/* Which path a destination of ctx's link takes: 1 the wire, 0 shared
+ * memory. A GID of this network namespace stays local unless this process
+ * takes the wire to all (uro_wire_forced); an IB link's stay local. */
+int uro_wire_gid_is_remote(const struct uro_context *ctx, const union ibv_gid *gid);
+/* Whether the GID is an IPv4 or IPv6 address of this network namespace. */
 int uro_wire_gid_is_own(const union ibv_gid *gid);
 /* Whether this process's QPs take the wire path to every peer. */
 int uro_wire_forced(void);
@@ -158,24 +186,29 @@ int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_
 /* Whether a UD QP of ctx must listen on the wire too. */
 int uro_wire_ud_listens(struct uro_context *ctx);
 
-/* The context's endpoint, opened on first use; NULL and errno. */
-struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx);
+/* The context's endpoint, opened on first use, with the sockets of gid's
+ * family open (gid NULL: of every family the link has an address of, at
+ * least one); NULL and errno. */
+struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx, const union ibv_gid *gid);
+/* Fills *d for port 4791 of gid's address. */
+void uro_wire_dest(const struct uro_wire_endpoint *w, const union ibv_gid *gid,
+		   struct uro_wire_dest *d);
 void uro_wire_close(struct uro_context *ctx);
 /* Wakes the progress thread out of its ppoll. */
 void uro_wire_kick(struct uro_context *ctx);
 /* Sends the packet whose transport part (BTH onwards, tlen bytes) starts
  * at buf + URO_WIRE_HEAD, adding its ICRC. 0 or an errno. */
-int uro_wire_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+int uro_wire_send(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
 		  size_t tlen);
 /* Sends n packets as uro_wire_send does, each tlen[i] bytes of transport
  * part at buf[i] + URO_WIRE_HEAD, with one system call when it can. */
-void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
 			 uint8_t (*buf)[URO_WIRE_BUF], const size_t *tlen, unsigned n);
 /* The same packet written to the trace (w->pcap) only, as if sent. */
-void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *buf,
+void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
 			 size_t tlen);
 /* Puts a finished packet (transport bytes and ICRC) on the socket. */
-int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
+int uro_wire_transmit(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
 		      const uint8_t *data, size_t len);
 
 /* fault_inject.c: UROCE_FAULTS on this endpoint's packets (faults.h). */
@@ -183,8 +216,8 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct sockaddr_in *to,
  * EINVAL for a bad spec (said in the log), ENOMEM. */
 int uro_wire_faults_open(const char *spec, const char *dev, struct uro_wire_faults **out);
 void uro_wire_faults_free(struct uro_wire_faults *f);
-void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct sockaddr_in *to, uint8_t *data,
-			  size_t len);
+void uro_wire_faults_send(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
+			  uint8_t *data, size_t len);
 /* Sends the held packets now due; ns to the next one, 0 for none. */
 uint64_t uro_wire_faults_flush(struct uro_wire_endpoint *w);
 /* Whether this SEND is answered RNR although a receive is posted. */
@@ -246,8 +279,10 @@ void uro_wire_ud_trace(struct uro_context *ctx, struct uro_qp *qp, const struct 
 		       uint64_t len);
 int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len);
+/* src and dst are the packet's IP addresses as GIDs. */
 void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
-			 const struct uro_roce_packet *pkt, uint32_t src_ip, uint32_t dst_ip);
+			 const struct uro_roce_packet *pkt, const uint8_t src[16],
+			 const uint8_t dst[16]);
 
 static inline struct uro_wire_wqe *uro_wire_at(struct uro_qp_wire *wq, uint32_t i)
 {

@@ -3,9 +3,11 @@
  * path; any other goes over RoCEv2. UROCE_TRANSPORT=roce sends everything
  * with a GID over RoCEv2, so that the whole suite can run on the wire
  * path over lo; so does UROCE_FAULTS, since its faults are done to
- * packets. IPv4 GIDs only so far: an IPv6 one stays local. */
+ * packets. IPv4 and IPv6 GIDs alike (IBTA A17.4); an IB link's stay
+ * local, since no IB fabric carries its packets. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,9 +25,9 @@ int uro_wire_forced(void)
 	return (t && !strcmp(t, "roce")) || (faults && *faults) || (pcap && *pcap);
 }
 
-/* Whether addr is one of this namespace's own: the kernel lets a socket
- * bind only to those. */
-static int is_own_address(uint32_t addr)
+/* Whether addr is one of this namespace's own IPv4 addresses: the kernel
+ * lets a socket bind only to those. */
+static int is_own_ipv4(uint32_t addr)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), own;
@@ -38,19 +40,35 @@ static int is_own_address(uint32_t addr)
 	return own;
 }
 
+/* The same for IPv6, from the interfaces' addresses: a bind would need a
+ * link-local address's interface. */
+static int is_own_ipv6(const uint8_t addr[16])
+{
+	struct ifaddrs *list;
+	int own = 0;
+
+	if (getifaddrs(&list))
+		return 1;
+	for (struct ifaddrs *i = list; i && !own; i = i->ifa_next)
+		own = i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 &&
+		      !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, addr, 16);
+	freeifaddrs(list);
+	return own;
+}
+
 int uro_wire_gid_is_own(const union ibv_gid *gid)
 {
 	uint32_t addr;
 
 	if (!uro_gid_is_ipv4_mapped(gid))
-		return 0;
+		return is_own_ipv6(gid->raw);
 	memcpy(&addr, gid->raw + 12, 4);
-	return is_own_address(addr);
+	return is_own_ipv4(addr);
 }
 
-int uro_wire_gid_is_remote(const union ibv_gid *gid)
+int uro_wire_gid_is_remote(const struct uro_context *ctx, const union ibv_gid *gid)
 {
-	if (!uro_gid_is_ipv4_mapped(gid))
+	if (ctx->model.link.type != URO_LINK_ROCE)
 		return 0;
 	return uro_wire_forced() || !uro_wire_gid_is_own(gid);
 }
@@ -60,10 +78,10 @@ int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_
 	struct uro_peer *peer;
 	int err;
 
-	if (uro_wire_gid_is_remote(gid))
-		return 1;
-	if (!uro_gid_is_ipv4_mapped(gid))
+	if (ctx->model.link.type != URO_LINK_ROCE)
 		return 0;
+	if (uro_wire_gid_is_remote(ctx, gid))
+		return 1;
 	/* Both ends of a connection take one path: the peer's process may
 	 * have been told to take the wire (its faults, its trace). */
 	peer = uro_peer_of(ctx, dest_qpn, &err);
@@ -103,7 +121,9 @@ int uro_wire_qp_attach(struct uro_context *ctx, struct uro_qp *qp)
 	const struct ibv_ah_attr *ah = &qp->attr.ah_attr;
 	struct uro_qp_wire *wq = qp->wire;
 
-	struct uro_wire_endpoint *w = uro_wire_open(ctx);
+	int ud = qp->qpx.qp_base.qp_type == IBV_QPT_UD;
+	/* A UD QP hears every family its link has; a connected one its peer's. */
+	struct uro_wire_endpoint *w = uro_wire_open(ctx, ud ? NULL : &ah->grh.dgid);
 
 	if (!w)
 		return errno;
@@ -111,13 +131,11 @@ int uro_wire_qp_attach(struct uro_context *ctx, struct uro_qp *qp)
 		return ENOMEM;
 	if (qp->index >= w->qp_limit) /* under the context lock: one writer */
 		__atomic_store_n(&w->qp_limit, qp->index + 1, __ATOMIC_RELEASE);
-	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD) {
+	if (ud) {
 		__atomic_store_n(&qp->wire, wq, __ATOMIC_RELEASE);
 		return 0; /* each datagram names its destination */
 	}
-	wq->peer.sin_family = AF_INET;
-	wq->peer.sin_port = htons(URO_ROCE_PORT);
-	memcpy(&wq->peer.sin_addr.s_addr, ah->grh.dgid.raw + 12, 4);
+	uro_wire_dest(w, &ah->grh.dgid, &wq->peer);
 	wq->mtu = 128u << (qp->attr.path_mtu ? qp->attr.path_mtu : IBV_MTU_1024);
 	wq->rq.epsn = qp->attr.rq_psn & URO_PSN_MASK;
 	/* Published last: the receive path looks at qp->wire. */
