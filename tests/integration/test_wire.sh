@@ -3,7 +3,7 @@
 # (addresses in 198.18.0.0/15, the benchmarking range), a uroce link on
 # each veth, Debian's programs on either side. Their traffic is RoCEv2 on
 # the veth: tcpdump captures it and tshark decodes it. Needs root (CI runs
-# as root); skipped otherwise.
+# as root); skipped otherwise. Over IPv4 and, for some, IPv6.
 . "$(dirname "$0")/lib.sh" 60
 if [ "$(id -u)" -ne 0 ] || ! ip netns add "uw$$-probe" 2>/dev/null; then
 	echo "SKIP: creating network namespaces needs root"
@@ -107,6 +107,36 @@ gid=0
 port=$((port + 1))
 PAIR_STATUS=rping_status run_pair "rping" $port "rping -s -a $net.1 -p $port -C 20 -v" "rping -c -a $net.1 -p $port -C 20 -v" &&
 	expect_match "$(cat "$PAIR_DIR/cli")" 'rdma-ping-19' "rping's 20th ping"
+port=$((port + 1))
+run_pair "ucmatose" $port "ucmatose -p $port -c 4 -C 50" "ucmatose -s $net.1 -p $port -c 4 -C 50" &&
+	expect_match "$(cat "$PAIR_DIR/cli")" '^return status 0$' "ucmatose status"
+# udaddy's -p is its port space; it always uses port 7174.
+run_pair "udaddy" 7174 "udaddy -c 2" "udaddy -s $net.1 -c 2" &&
+	expect_match "$(cat "$PAIR_DIR/cli")" '^return status 0$' "udaddy status"
+port=$((port + 1))
+run_pair "rdma_server/rdma_client" $port "rdma_server -p $port" "rdma_client -s $net.1 -p $port" &&
+	expect_match "$(cat "$PAIR_DIR/cli")" 'rdma_client: end 0' "rdma_client ends 0"
+port=$((port + 1))
+run_pair "cmtime" $port "cmtime -p $port -c 20" "cmtime -s $net.1 -p $port -c 20" forever &&
+	expect_match "$(cat "$PAIR_DIR/cli")" '^connect +:' "cmtime reports connection setup"
+# cmtime's server loops for ever, and run_pair stopped only the shell that
+# started it: its QPs would keep port 4791 of $net.1, which nak_peer.py
+# binds below.
+for _ in $(seq 50); do
+	left=
+	for p in $(ip netns pids $a); do
+		[ "$(cat /proc/$p/comm 2>/dev/null)" = cmtime ] && kill $p 2>/dev/null && left=1
+	done
+	[ -z "$left" ] && break
+	sleep 0.1
+done
+# perftest's two other modes: its older post-send path, and the CM (-R).
+for mode in --use_old_post_send -R; do
+	for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat \
+		ib_send_lat ib_atomic_lat; do
+		perf $t -n 100 $mode
+	done
+done
 sleep 0.5
 kill $dump 2>/dev/null
 wait $dump 2>/dev/null
