@@ -33,17 +33,14 @@ static void deadline_in(struct timespec *ts, uint64_t ns)
 	ts->tv_nsec = (long)(ns % 1000000000ull);
 }
 
-/* Sleeps until a packet (n = 4) or only a kick (n = 1), or the timer:
- * t->lock is let go meanwhile. A family opened later kicks the thread,
- * which then polls its socket too (ppoll skips fd -1). */
+/* Sleeps until a packet (n = 2) or only a kick (n = 1), or the timer:
+ * t->lock is let go meanwhile. The endpoint's receive set holds every
+ * socket it opened, the ones opened while the thread sleeps too. */
 static void wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w, uint64_t next,
 		      nfds_t n)
 {
-	struct pollfd fds[4] = {
-	    {.fd = w->kick_fd, .events = POLLIN},
-	    {.fd = w->relay.efd, .events = POLLIN},
-	    {.fd = __atomic_load_n(&w->fam[URO_WIRE_IPV4].fd, __ATOMIC_ACQUIRE), .events = POLLIN},
-	    {.fd = __atomic_load_n(&w->fam[URO_WIRE_IPV6].fd, __ATOMIC_ACQUIRE), .events = POLLIN}};
+	struct pollfd fds[2] = {{.fd = w->kick_fd, .events = POLLIN},
+				{.fd = w->rx_efd, .events = POLLIN}};
 	uint64_t drain;
 	struct timespec ts;
 
@@ -89,7 +86,7 @@ static void *run(void *arg)
 			continue;
 		}
 		if (w) {
-			wait_wire(t, w, next, 4);
+			wait_wire(t, w, next, 2);
 			continue;
 		}
 		if (!next) {

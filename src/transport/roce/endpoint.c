@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@
 /* What a forwarded datagram carries in front of the packet: its
  * addresses as GIDs (IPv4-mapped for IPv4) and its UDP source port. */
 struct forward_head {
-	uint8_t src[16], dst[16];
+	union ibv_gid src, dst;
 	uint16_t sport; /* network order */
 	uint16_t reserved;
 };
@@ -61,32 +62,33 @@ static int link_addr(const struct uro_device_model *m, enum uro_wire_family f, u
 	return -1;
 }
 
-/* gid's address and port (network order) as a socket address; a
- * link-local IPv6 one (fe80::/10) is scoped to ifindex. */
-static socklen_t sockaddr_of(const union ibv_gid *gid, uint16_t port, unsigned ifindex,
-			     struct uro_wire_dest *d)
+/* gid's address and port (network order); a link-local IPv6 address
+ * (fe80::/10) is scoped to ifindex. */
+static void dest_of(const union ibv_gid *gid, uint16_t port, unsigned ifindex,
+		    struct uro_wire_dest *d)
 {
-	memset(&d->sa, 0, sizeof(d->sa));
-	if (family_of(gid) == URO_WIRE_IPV4) {
+	memset(d, 0, sizeof(*d));
+	d->gid = *gid;
+	d->family = (uint8_t)family_of(gid);
+	if (d->family == URO_WIRE_IPV4) {
 		d->sa.in.sin_family = AF_INET;
 		d->sa.in.sin_port = port;
 		memcpy(&d->sa.in.sin_addr, gid->raw + 12, 4);
-		return sizeof(d->sa.in);
+		d->len = sizeof(d->sa.in);
+		return;
 	}
 	d->sa.in6.sin6_family = AF_INET6;
 	d->sa.in6.sin6_port = port;
 	memcpy(&d->sa.in6.sin6_addr, gid->raw, 16);
 	if (gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80)
 		d->sa.in6.sin6_scope_id = ifindex;
-	return sizeof(d->sa.in6);
+	d->len = sizeof(d->sa.in6);
 }
 
 void uro_wire_dest(const struct uro_wire_endpoint *w, const union ibv_gid *gid,
 		   struct uro_wire_dest *d)
 {
-	d->gid = *gid;
-	d->family = (uint8_t)family_of(gid);
-	d->len = sockaddr_of(gid, htons(URO_ROCE_PORT), w->ifindex, d);
+	dest_of(gid, htons(URO_ROCE_PORT), w->ifindex, d);
 }
 
 /* Never fragmented: Linux then sends IPv4 with DF and identification 0
@@ -107,14 +109,14 @@ static int bound_socket(enum uro_wire_family f, const union ibv_gid *gid, uint16
 			unsigned ifindex)
 {
 	struct uro_wire_dest a;
-	socklen_t len = sockaddr_of(gid, port, ifindex, &a);
 	int fd = socket(af_of[f], SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
 
 	if (fd < 0)
 		return -1;
+	dest_of(gid, port, ifindex, &a);
 	if (no_fragments(fd, f) ||
 	    (port && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) ||
-	    bind(fd, &a.sa.sa, len)) {
+	    bind(fd, &a.sa.sa, a.len)) {
 		close(fd);
 		return -1;
 	}
@@ -144,20 +146,19 @@ static int udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned
 static int tx_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex,
 		     uint16_t *port)
 {
-	struct sockaddr_in6 a;
-	socklen_t len = sizeof(a);
+	struct uro_wire_dest a;
+	socklen_t len = sizeof(a.sa);
 	int small = 1, fd = bound_socket(f, gid, 0, ifindex);
 
 	if (fd < 0)
 		return -1;
 	/* Nothing is sent to it: a datagram that is waits in a tiny buffer. */
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) ||
-	    getsockname(fd, (struct sockaddr *)&a, &len)) {
+	    getsockname(fd, &a.sa.sa, &len)) {
 		close(fd);
 		return -1;
 	}
-	/* sin_port and sin6_port sit at the same place. */
-	*port = a.sin6_port;
+	*port = f == URO_WIRE_IPV4 ? a.sa.in.sin_port : a.sa.in6.sin6_port;
 	return fd;
 }
 
@@ -168,6 +169,14 @@ static void socks_close(struct uro_wire_socks *s)
 			close(s->tx_fd[i]);
 	if (s->fd >= 0)
 		close(s->fd);
+}
+
+/* Adds fd to the endpoint's receive set, reported as what. */
+static int watch(int efd, int fd, uint32_t what)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = what};
+
+	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /* Opens family f's sockets, unless they are: 0, or an errno. */
@@ -196,6 +205,10 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 		if ((n.tx_fd[i] = tx_socket(f, &n.addr, w->ifindex, &n.tx_port[i])) < 0)
 			break;
 	fd = n.tx_fd[URO_WIRE_TX_PORTS - 1] < 0 ? -1 : udp_socket(f, &n.addr, w->ifindex);
+	if (fd >= 0 && watch(w->rx_efd, fd, f)) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0) {
 		int err = errno;
 
@@ -211,7 +224,6 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 	/* Published last: the receivers and the progress thread look at fd. */
 	__atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&w->open_lock);
-	uro_wire_kick(ctx); /* the progress thread polls it from now on */
 	return 0;
 }
 
@@ -237,6 +249,8 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 	uro_pcap_close(w->pcap);
 	if (w->kick_fd >= 0)
 		close(w->kick_fd);
+	if (w->rx_efd >= 0)
+		close(w->rx_efd);
 	free(w->rx);
 	free(w->burst);
 	pthread_mutex_destroy(&w->rx_lock);
@@ -255,7 +269,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 		return NULL;
 	pthread_mutex_init(&w->rx_lock, NULL);
 	pthread_mutex_init(&w->open_lock, NULL);
-	w->kick_fd = w->relay.lfd = w->relay.efd = -1;
+	w->kick_fd = w->rx_efd = w->relay.lfd = w->relay.efd = -1;
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++) {
 		w->fam[f].fd = -1;
 		for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
@@ -272,7 +286,9 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 		return NULL;
 	}
 	w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->kick_fd < 0 || uro_relay_open(&w->relay, ctx->slot.sock)) {
+	w->rx_efd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->kick_fd < 0 || w->rx_efd < 0 || uro_relay_open(&w->relay, ctx->slot.sock) ||
+	    watch(w->rx_efd, w->relay.efd, URO_WIRE_FAMILIES)) {
 		int err = errno;
 
 		uro_warn("device %s: cannot receive RoCEv2: %s", ctx->dev->ibdev.name,
@@ -467,13 +483,13 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 		     const struct forward_head *fh, int forwarded)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
-	size_t hl = uro_roce_ip_udp_len(fh->dst);
+	size_t hl = uro_roce_ip_udp_len(fh->dst.raw);
 	uint8_t *ip = buf + URO_WIRE_HEAD - hl;
 	struct uro_roce_packet p;
 	enum uro_roce_drop why;
 	struct uro_qp *qp;
 
-	uro_roce_ip_udp(ip, fh->src, fh->dst, fh->sport, tlen);
+	uro_roce_ip_udp(ip, fh->src.raw, fh->dst.raw, fh->sport, tlen);
 	why = uro_roce_parse(ip, hl + tlen, &p);
 	/* Not uroce's IPv4 ID 0 (Linux rxe numbers its packets): the one that
 	 * makes the ICRC right, if any (icrc.h). IPv6 has no ID. */
@@ -486,7 +502,7 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	}
 	w->n->received++;
 	if (w->pcap)
-		uro_pcap_packet(w->pcap, fh->src, fh->sport, fh->dst,
+		uro_pcap_packet(w->pcap, fh->src.raw, fh->sport, fh->dst.raw,
 				hl == URO_ROCE_IPV4_UDP_LEN ? (uint16_t)(ip[4] << 8 | ip[5]) : 0,
 				buf + URO_WIRE_HEAD, tlen);
 	if (why != ROCE_OK) {
@@ -507,7 +523,7 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 		return;
 	}
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
-		uro_wire_ud_receive(ctx, qp, &p, fh->src, fh->dst);
+		uro_wire_ud_receive(ctx, qp, &p, &fh->src, &fh->dst);
 	else if (is_response(&p))
 		uro_wire_complete(ctx, qp, &p);
 	else
@@ -515,20 +531,15 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 }
 
 /* The address a datagram came to, from its IP_PKTINFO or IPV6_PKTINFO. */
-static void arrived_at(struct msghdr *h, uint8_t dst[16])
+static void arrived_at(struct msghdr *h, union ibv_gid *dst)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
-		union ibv_gid gid;
-
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
-			uro_gid_from_ip(&gid, AF_INET,
+			uro_gid_from_ip(dst, AF_INET,
 					&((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr);
 		else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO)
-			uro_gid_from_ip(&gid, AF_INET6,
+			uro_gid_from_ip(dst, AF_INET6,
 					&((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr);
-		else
-			continue;
-		memcpy(dst, gid.raw, 16);
 	}
 }
 
@@ -537,7 +548,10 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 	struct uro_wire_endpoint *w = ctx->wire;
 	const struct uro_wire_socks *s = &w->fam[f];
 	struct mmsghdr m[URO_WIRE_BATCH];
-	struct sockaddr_in6 from[URO_WIRE_BATCH]; /* or a sockaddr_in: it is larger */
+	union {
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} from[URO_WIRE_BATCH];
 	struct iovec iov[URO_WIRE_BATCH];
 	char cmsg[URO_WIRE_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo))];
 	int fd = __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE), n;
@@ -557,16 +571,16 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 	}
 	n = recvmmsg(fd, m, URO_WIRE_BATCH, MSG_DONTWAIT, NULL);
 	for (int i = 0; i < n; i++) {
-		struct forward_head fh = {.sport = from[i].sin6_port};
-		union ibv_gid src;
+		struct forward_head fh = {.dst = s->addr};
 
-		uro_gid_from_ip(&src, af_of[f],
-				f == URO_WIRE_IPV4
-				    ? (void *)&((struct sockaddr_in *)&from[i])->sin_addr
-				    : (void *)&from[i].sin6_addr);
-		memcpy(fh.src, src.raw, 16);
-		memcpy(fh.dst, s->addr.raw, 16);
-		arrived_at(&m[i].msg_hdr, fh.dst);
+		if (f == URO_WIRE_IPV4) {
+			fh.sport = from[i].in.sin_port;
+			uro_gid_from_ip(&fh.src, AF_INET, &from[i].in.sin_addr);
+		} else {
+			fh.sport = from[i].in6.sin6_port;
+			uro_gid_from_ip(&fh.src, AF_INET6, &from[i].in6.sin6_addr);
+		}
+		arrived_at(&m[i].msg_hdr, &fh.dst);
 		if (m[i].msg_hdr.msg_flags & MSG_TRUNC || m[i].msg_len < URO_ROCE_BTH_LEN) {
 			w->n->dropped[ROCE_TRUNCATED]++;
 			continue;
@@ -575,16 +589,6 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 	}
 	uro_wire_place_runs(ctx); /* before the buffers take the next batch */
 	return n;
-}
-
-/* Takes a batch from each family's socket: whether one was full. */
-static int receive_sockets(struct uro_context *ctx)
-{
-	int full = 0;
-
-	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
-		full |= receive_udp(ctx, (enum uro_wire_family)f) == URO_WIRE_BATCH;
-	return full;
 }
 
 struct forwarded {
@@ -614,6 +618,24 @@ static int receive_forwarded(struct uro_context *ctx)
 			       {w->rx[0] + URO_WIRE_HEAD, URO_WIRE_BUF - URO_WIRE_HEAD}};
 
 	return uro_relay_receive(&w->relay, iov, 2, URO_WIRE_BATCH, take_forwarded, &f);
+}
+
+/* Takes a batch from each family's socket and from the relay that has
+ * packets: whether one was full. An empty poll is one system call, however
+ * many families are open. */
+static int receive_ready(struct uro_context *ctx)
+{
+	struct epoll_event ev[URO_WIRE_FAMILIES + 1];
+	int n = epoll_wait(ctx->wire->rx_efd, ev, URO_WIRE_FAMILIES + 1, 0), full = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t what = ev[i].data.u32;
+		int got = what == URO_WIRE_FAMILIES ? receive_forwarded(ctx)
+						    : receive_udp(ctx, (enum uro_wire_family)what);
+
+		full |= got == URO_WIRE_BATCH;
+	}
+	return full;
 }
 
 static uint64_t tick_all(struct uro_context *ctx)
@@ -649,7 +671,7 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		pthread_mutex_lock(&w->rx_lock);
 	else if (pthread_mutex_trylock(&w->rx_lock))
 		return 0; /* another thread is at it */
-	while (rounds++ < 8 && receive_sockets(ctx) + (receive_forwarded(ctx) == URO_WIRE_BATCH))
+	while (rounds++ < 8 && receive_ready(ctx))
 		;
 	/* Timers are milliseconds apart: a busy poll looks at them now and
 	 * then, not on every call. */
@@ -709,11 +731,7 @@ int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left)
  * takes a while) holds rx_lock: that program is not away either. */
 int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since)
 {
-	/* poll(2) skips a family not opened (fd -1). */
-	struct pollfd fds[3] = {
-	    {.fd = __atomic_load_n(&w->fam[URO_WIRE_IPV4].fd, __ATOMIC_ACQUIRE), .events = POLLIN},
-	    {.fd = __atomic_load_n(&w->fam[URO_WIRE_IPV6].fd, __ATOMIC_ACQUIRE), .events = POLLIN},
-	    {.fd = w->relay.efd, .events = POLLIN}};
+	struct pollfd fd = {.fd = w->rx_efd, .events = POLLIN};
 
 	if (__atomic_load_n(&w->last_active_ns, __ATOMIC_RELAXED) >= since ||
 	    pthread_mutex_trylock(&w->rx_lock)) {
@@ -722,7 +740,7 @@ int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since)
 		return 0;
 	}
 	pthread_mutex_unlock(&w->rx_lock);
-	if (poll(fds, 3, 0) <= 0)
+	if (poll(&fd, 1, 0) <= 0)
 		return 0;
 	w->look_ns = URO_WIRE_LOOK_NS;
 	return 1;

@@ -133,26 +133,16 @@ static size_t headers(uint8_t *buf, const uint8_t src[16], uint16_t sport, const
 	return hl;
 }
 
-/* Cuts the payload of the packet in buf (hl bytes of IP and UDP headers
- * made by headers(), then RoCEv2) to at most snap bytes, and makes its
- * lengths, pad and ICRC those of the shorter packet: decoders read it
- * whole (the InfiniBand dissector takes a packet cut short for malformed),
- * and the record's original length keeps the real one. Returns the
- * packet's new length; a packet that does not parse is kept whole. */
-static size_t snap_payload(uint8_t *buf, size_t hl, size_t len, uint32_t snap,
-			   const uint8_t src[16], uint16_t sport, const uint8_t dst[16],
-			   uint16_t id)
+/* The length of the packet in buf (IP header to ICRC, len bytes) with
+ * its payload cut to at most snap bytes in whole words, so with no pad:
+ * len for a packet that does not parse or needs no cut. */
+static size_t snapped_len(const uint8_t *buf, size_t len, uint32_t snap)
 {
 	struct uro_roce_packet p;
 
 	if (uro_roce_parse(buf, len, &p) != ROCE_OK || p.payload_len <= snap)
 		return len;
-	len =
-	    (size_t)(p.payload - buf) + (snap & ~3u) + URO_ROCE_ICRC_LEN; /* whole words: no pad */
-	headers(buf, src, sport, dst, id, len - hl);
-	buf[hl + 1] &= (uint8_t)~0x30; /* BTH PadCnt */
-	uro_roce_icrc_put(buf, hl - 8, len - URO_ROCE_ICRC_LEN);
-	return len;
+	return (size_t)(p.payload - buf) + (snap & ~3u) + URO_ROCE_ICRC_LEN;
 }
 
 void uro_pcap_packet(struct uro_pcap *t, const uint8_t src[16], uint16_t sport,
@@ -162,7 +152,7 @@ void uro_pcap_packet(struct uro_pcap *t, const uint8_t src[16], uint16_t sport,
 	struct pcap_record_header r;
 	struct timespec now;
 	struct iovec iov[2] = {{&r, sizeof(r)}, {buf, 0}};
-	size_t hl;
+	size_t hl, cut;
 
 	if (len > URO_PCAP_MAX_ROCE)
 		return; /* longer than any packet uroce sends or takes */
@@ -172,8 +162,17 @@ void uro_pcap_packet(struct uro_pcap *t, const uint8_t src[16], uint16_t sport,
 	hl = headers(buf, src, sport, dst, id, len);
 	r.orig_len = (uint32_t)(hl + len);
 	memcpy(buf + hl, roce, len);
-	iov[1].iov_len =
-	    t->snap ? snap_payload(buf, hl, r.orig_len, t->snap, src, sport, dst, id) : r.orig_len;
+	iov[1].iov_len = r.orig_len;
+	/* A packet cut short gets the lengths, pad and ICRC of the shorter
+	 * packet: decoders read it whole (the InfiniBand dissector takes a
+	 * truncated one for malformed); the record's original length keeps
+	 * the real one. */
+	if (t->snap && (cut = snapped_len(buf, r.orig_len, t->snap)) < r.orig_len) {
+		headers(buf, src, sport, dst, id, cut - hl);
+		buf[hl + 1] &= (uint8_t)~0x30; /* BTH PadCnt */
+		uro_roce_icrc_put(buf, hl - 8, cut - URO_ROCE_ICRC_LEN);
+		iov[1].iov_len = cut;
+	}
 	if (hl == URO_ROCE_IPV4_UDP_LEN)
 		uro_roce_ipv4_checksum(buf);
 	r.incl_len = (uint32_t)iov[1].iov_len;

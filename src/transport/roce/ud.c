@@ -77,10 +77,9 @@ void uro_wire_ud_trace(struct uro_context *ctx, struct uro_qp *qp, const struct 
 }
 
 void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
-			 const struct uro_roce_packet *pkt, const uint8_t src[16],
-			 const uint8_t dst[16])
+			 const struct uro_roce_packet *pkt, const union ibv_gid *src,
+			 const union ibv_gid *dst)
 {
-	union ibv_gid sgid, dgid;
 	uint32_t state = uro_qp_state(qp->pub);
 	struct iovec payload = {(void *)pkt->payload, pkt->payload_len};
 	uint8_t grh[GRH_BYTES] = {0};
@@ -106,15 +105,13 @@ void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
 	e.qp_num = qp->qpx.qp_base.qp_num;
 	e.src_qp = pkt->deth.src_qp;
 	e.slid = ctx->model.port.lid;
-	memcpy(sgid.raw, src, 16);
-	memcpy(dgid.raw, dst, 16);
-	e.sl = uro_roce_received_sl(uro_gid_is_ipv4_mapped(&sgid));
+	e.sl = uro_roce_received_sl(uro_gid_is_ipv4_mapped(src));
 	e.wc_flags = IBV_WC_GRH;
 	if (pkt->op->hdrs & HDR_IMMDT) {
 		e.imm_data = htonl(pkt->imm);
 		e.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	uro_roce_grh(grh, &sgid, &dgid, pkt->payload_len);
+	uro_roce_grh(grh, src, dst, pkt->payload_len);
 	st = uro_ud_land(&ctx->self, qp->pub, &r, grh, &payload, 1, pkt->payload_len);
 	e.status = (uint32_t)(st < 0 ? IBV_WC_LOC_PROT_ERR : st);
 	if (e.status == IBV_WC_SUCCESS)

@@ -84,7 +84,10 @@ struct uro_wire_endpoint {
 	pthread_mutex_t open_lock;   /* opens a family's sockets */
 	struct uro_wire_relay relay; /* packets for and from the host's other processes */
 	int kick_fd;		     /* eventfd: wakes the progress thread */
-	pthread_mutex_t rx_lock;     /* one receiver at a time: the responders' state */
+	/* epoll over the families' open sockets and the relay: what has
+	 * packets, in one call however many are open. */
+	int rx_efd;
+	pthread_mutex_t rx_lock; /* one receiver at a time: the responders' state */
 	uint8_t (*rx)[URO_WIRE_BUF];
 	uint8_t (
 	    *burst)[URO_WIRE_BUF]; /* the responders' packets (URO_WIRE_BURST), under rx_lock */
@@ -281,8 +284,8 @@ int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ib
 		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len);
 /* src and dst are the packet's IP addresses as GIDs. */
 void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
-			 const struct uro_roce_packet *pkt, const uint8_t src[16],
-			 const uint8_t dst[16]);
+			 const struct uro_roce_packet *pkt, const union ibv_gid *src,
+			 const union ibv_gid *dst);
 
 static inline struct uro_wire_wqe *uro_wire_at(struct uro_qp_wire *wq, uint32_t i)
 {
