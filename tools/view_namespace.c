@@ -39,11 +39,16 @@ struct mounts {
 static int mount_tmpfs(struct mounts *m, const char *point, mode_t mode)
 {
 	char opts[32];
+	size_t len = strlen(point);
 
-	snprintf(opts, sizeof(opts), "mode=%o", (unsigned)mode & 07777);
-	if (m->n == 4 || mount("uroce", point, "tmpfs", MS_NOSUID, opts))
+	/* A point that would not fit could not be undone: refuse it before
+	 * mounting rather than detach a truncated path later. */
+	if (m->n == 4 || len >= sizeof(m->point[0]))
 		return -1;
-	snprintf(m->point[m->n++], sizeof(m->point[0]), "%s", point);
+	snprintf(opts, sizeof(opts), "mode=%o", (unsigned)mode & 07777);
+	if (mount("uroce", point, "tmpfs", MS_NOSUID, opts))
+		return -1;
+	memcpy(m->point[m->n++], point, len + 1);
 	return 0;
 }
 
