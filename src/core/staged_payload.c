@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "segment_ops.h"
+#include "user_memory.h"
 
 /* Any of these lets another party read or write the buffer before the
  * receiver polls (IBTA 10.6.3). */
@@ -31,8 +32,11 @@ int uro_stage_payload(const struct uro_peer *target, const struct uro_recv *r,
 	mr = uro_lkey_region(target, sge->lkey, sge->addr, len);
 	if (!mr || (mr->access & REMOTE_ACCESS))
 		return 0;
+	/* The gather probed these buffers; one gone since is sent the slow
+	 * way, whose copy then reports it. */
 	for (int i = 0; i < nl; i++) {
-		memcpy(e->staged + off, liov[i].iov_base, liov[i].iov_len);
+		if (uro_user_copy(e->staged + off, liov[i].iov_base, liov[i].iov_len))
+			return 0;
 		off += liov[i].iov_len;
 	}
 	e->staged_len = (uint16_t)len;
@@ -41,7 +45,7 @@ int uro_stage_payload(const struct uro_peer *target, const struct uro_recv *r,
 	return 1;
 }
 
-void uro_place_payload(struct uro_peer *self, const struct uro_cqe *e)
+int uro_place_payload(struct uro_peer *self, const struct uro_cqe *e)
 {
 	const struct uro_seg_mr *mr =
 	    uro_lkey_region(self, e->staged_lkey, e->staged_addr, e->staged_len);
@@ -50,7 +54,7 @@ void uro_place_payload(struct uro_peer *self, const struct uro_cqe *e)
 	 * the memory back, and a NIC would have written it before. */
 	if (!mr || !(mr->access & IBV_ACCESS_LOCAL_WRITE)) {
 		__atomic_add_fetch(&self->hdr->counters.staged_dropped, 1, __ATOMIC_RELAXED);
-		return;
+		return 0;
 	}
-	memcpy((void *)(uintptr_t)e->staged_addr, e->staged, e->staged_len);
+	return uro_user_copy((void *)(uintptr_t)e->staged_addr, e->staged, e->staged_len);
 }

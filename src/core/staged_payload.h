@@ -25,7 +25,8 @@ int uro_stage_payload(const struct uro_peer *target, const struct uro_recv *r,
 		      const struct iovec *liov, int nl, uint64_t len, struct uro_cqe *e);
 
 /* The receiver's half, for an entry with staged_len set: the bytes go to
- * their receive buffer unless its region has been deregistered since. */
-void uro_place_payload(struct uro_peer *self, const struct uro_cqe *e);
+ * their receive buffer unless its region has been deregistered since.
+ * EFAULT when the program unmapped or write-protected the buffer, else 0. */
+int uro_place_payload(struct uro_peer *self, const struct uro_cqe *e);
 
 #endif

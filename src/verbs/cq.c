@@ -10,6 +10,7 @@
 #include "cq_ring.h"
 #include "log.h"
 #include "objects.h"
+#include "segment_ops.h"
 #include "staged_payload.h"
 
 /* What an extended CQ can report per completion (ibv_create_cq_ex(3)). */
@@ -69,6 +70,24 @@ static __attribute__((noinline)) int head_abandoned(struct uro_cq *cq)
 	return 1;
 }
 
+/* A staged payload whose receive buffer the program unmapped or made
+ * read-only after posting it: the receive is one its responder could not
+ * use, completed in error with the QP moved to ERR, as Soft-RoCE completes
+ * a receive its copy fails on (a malformed WQE, IBTA 9.9.3.1.2 class A).
+ * The sender, whose SEND completed when it staged the bytes, has already
+ * seen success; a NIC that pinned the buffer would have written it. */
+static void unplaceable(struct uro_cq *cq, struct uro_cqe *e)
+{
+	struct uro_context *ctx = to_uctx(cq->cqx.context);
+	struct uro_qp *qp = ctx->qps[e->qp_num & (URO_MAX_QP - 1)];
+
+	e->status = IBV_WC_LOC_QP_OP_ERR;
+	if (qp && qp->qpx.qp_base.qp_num == e->qp_num) {
+		uro_qp_error(&ctx->self, qp->pub);
+		qp->qpx.qp_base.state = IBV_QPS_ERR;
+	}
+}
+
 /* The next entry, once what it carries is in place: the program may read
  * the receive buffer from the moment it sees the completion. */
 static struct uro_cqe *take(struct uro_cq *cq)
@@ -85,8 +104,8 @@ static struct uro_cqe *take(struct uro_cq *cq)
 			break;
 		uro_cq_consume(cq->pub);
 	}
-	if (e && e->staged_len)
-		uro_place_payload(&to_uctx(cq->cqx.context)->self, e);
+	if (e && e->staged_len && uro_place_payload(&to_uctx(cq->cqx.context)->self, e))
+		unplaceable(cq, e);
 	return e;
 }
 

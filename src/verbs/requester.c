@@ -20,6 +20,7 @@
 #include "remote_copy.h"
 #include "segment_ops.h"
 #include "staged_payload.h"
+#include "user_memory.h"
 #include "wire.h"
 
 #define RNR_RETRY_FOREVER 7
@@ -107,9 +108,9 @@ void uro_send_complete(struct uro_context *ctx, struct uro_qp *qp, const struct 
 
 /* The request's local buffers, checked against this process's MRs. Inline
  * data needs no key (ibv_post_send(3)). */
-enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
-				   const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
-				   int *n, uint64_t *len)
+static enum ibv_wc_status gather(struct uro_context *ctx, struct uro_qp *qp,
+				 const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
+				 int *n, uint64_t *len)
 {
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		return uro_sge_iov(&ctx->self, qp->pd->ibpd.handle, wr->sg_list,
@@ -125,6 +126,21 @@ enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
 		(*n)++;
 	}
 	return IBV_WC_SUCCESS;
+}
+
+/* ... and present: a buffer the program unmapped or protected after
+ * registering it is the requester's local protection error, found before
+ * anything reaches the responder, as a pinning NIC's DMA would never miss
+ * it (user_memory.h). */
+enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
+				   const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
+				   int *n, uint64_t *len)
+{
+	enum ibv_wc_status st = gather(ctx, qp, wr, need_write, iov, n, len);
+
+	if (st == IBV_WC_SUCCESS && uro_user_probe(iov, *n, need_write))
+		return IBV_WC_LOC_PROT_ERR;
+	return st;
 }
 
 /* Cross-memory attach; a peer that has gone is marked so, and every later
@@ -502,8 +518,9 @@ static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struc
 	uro_release(&h);
 	if (err)
 		return move_status(t->peer, err, IBV_WC_REM_ACCESS_ERR);
-	memcpy(liov[0].iov_base, &old, 8); /* the original value, to the requester */
-	return IBV_WC_SUCCESS;
+	/* The original value, to the requester: its buffer may have gone since
+	 * the gather's probe. */
+	return uro_user_copy(liov[0].iov_base, &old, 8) ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
 }
 
 /* ATOMIC WRITE: 8 bytes land as one, under the target's atomic lock like
@@ -646,9 +663,13 @@ void uro_pending_copy(struct uro_pending *p, const struct ibv_send_wr *wr, uint3
 		memcpy(p->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*p->sge));
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		return;
+	/* Inline data is the program's until the post returns. One it cannot
+	 * read keeps naming the program's buffer, whose probe at execution
+	 * then fails the request (uro_send_gather). */
 	for (int i = 0; i < wr->num_sge; i++) {
-		memcpy(p->data + off, (void *)(uintptr_t)wr->sg_list[i].addr,
-		       wr->sg_list[i].length);
+		if (uro_user_copy(p->data + off, (void *)(uintptr_t)wr->sg_list[i].addr,
+				  wr->sg_list[i].length))
+			continue;
 		p->sge[i].addr = (uintptr_t)(p->data + off);
 		off += wr->sg_list[i].length;
 	}

@@ -1,0 +1,124 @@
+#include "user_memory.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Steps of the probe: the smallest page there is, so that no page of a
+ * buffer is skipped whatever the mapping's page size. */
+#define PROBE_STEP 4096u
+
+/* Where a fault inside a guarded access jumps to, for this thread; NULL
+ * outside one. Initial-exec so that the signal handler's read of it never
+ * has glibc allocate this thread's TLS block inside the handler. */
+static __thread sigjmp_buf *volatile guard __attribute__((tls_model("initial-exec")));
+
+/* The program's (or a sanitizer's) handlers from before uroce's, which
+ * every fault outside a guarded access goes to. */
+static struct sigaction previous[2]; /* SIGSEGV, SIGBUS */
+static pthread_once_t installed = PTHREAD_ONCE_INIT;
+
+static void pass_on(int sig, siginfo_t *si, void *uc)
+{
+	const struct sigaction *prev = &previous[sig == SIGBUS];
+
+	if (prev->sa_flags & SA_SIGINFO) {
+		prev->sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (prev->sa_handler == SIG_DFL || prev->sa_handler == SIG_IGN) {
+		/* Returning runs the faulting instruction again, which now meets
+		 * the default action: the program ends as it would have. */
+		sigaction(sig, prev, NULL);
+		return;
+	}
+	prev->sa_handler(sig);
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *g = guard;
+
+	/* Only a fault the kernel raised (si_code > 0) ends an access: a
+	 * SIGSEGV sent with kill() is the program's business. */
+	if (g && si->si_code > 0) {
+		guard = NULL;
+		siglongjmp(*g, 1);
+	}
+	pass_on(sig, si, uc);
+}
+
+static void install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	/* SA_NODEFER: jumping out of the handler then leaves the signal
+	 * unblocked, so sigsetjmp need not save the mask (a system call per
+	 * access). SA_ONSTACK: a program's stack overflow still reaches its
+	 * own handler on its alternate stack. */
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &previous[0]);
+	sigaction(SIGBUS, &sa, &previous[1]);
+}
+
+/* The compiler must neither move the guarded access out from between the
+ * guard's setting and clearing nor keep its operands in registers across
+ * a jump back. */
+#define BARRIER() __asm__ volatile("" ::: "memory")
+
+int uro_user_copy(void *dst, const void *src, size_t len)
+{
+	sigjmp_buf env;
+
+	pthread_once(&installed, install);
+	if (sigsetjmp(env, 0))
+		return EFAULT;
+	guard = &env;
+	BARRIER();
+	memcpy(dst, src, len);
+	BARRIER();
+	guard = NULL;
+	return 0;
+}
+
+static void touch(uintptr_t p, int write)
+{
+	if (write)
+		__atomic_fetch_or((volatile uint8_t *)p, 0, __ATOMIC_RELAXED);
+	else
+		(void)*(volatile const uint8_t *)p;
+}
+
+/* The first byte, then one in every later page the range reaches. */
+static void touch_range(uintptr_t p, size_t len, int write)
+{
+	uintptr_t page = p & ~(uintptr_t)(PROBE_STEP - 1);
+	size_t pages = (p - page + len - 1) / PROBE_STEP + 1;
+
+	touch(p, write);
+	for (size_t k = 1; k < pages; k++)
+		touch(page + k * PROBE_STEP, write);
+}
+
+int uro_user_probe(const struct iovec *iov, int n, int write)
+{
+	sigjmp_buf env;
+
+	pthread_once(&installed, install);
+	if (sigsetjmp(env, 0))
+		return EFAULT;
+	guard = &env;
+	BARRIER();
+	for (int i = 0; i < n; i++)
+		if (iov[i].iov_len)
+			touch_range((uintptr_t)iov[i].iov_base, iov[i].iov_len, write);
+	BARRIER();
+	guard = NULL;
+	return 0;
+}

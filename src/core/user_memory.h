@@ -1,0 +1,30 @@
+/* The program's own buffers, touched without faulting the program.
+ *
+ * A NIC pins a region's pages at registration and keeps reading and writing
+ * them whatever the program later does to its mappings. uroce pins nothing
+ * (registration is O(1) in the region's length), so a buffer the program
+ * unmapped or protected after ibv_reg_mr is simply not there: every place
+ * where uroce's own code reads or writes the program's memory goes through
+ * here, and a missing page becomes EFAULT, which the caller turns into the
+ * completion error a NIC reports for the same request (IBV_WC_LOC_PROT_ERR
+ * for a requester's buffer, a malformed receive for a responder's).
+ *
+ * The system calls that move bytes between processes (process_vm_readv and
+ * writev) already answer EFAULT by themselves; these cover the copies that
+ * run in this process: staged and inline payloads, atomics' results, and
+ * the probes that tell whose memory a failed transfer missed. */
+#ifndef URO_USER_MEMORY_H
+#define URO_USER_MEMORY_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+/* memcpy, or EFAULT (and dst partly written) when either side faults. */
+int uro_user_copy(void *dst, const void *src, size_t len);
+
+/* 0 when every byte of the iovecs can be read (write: and written), else
+ * EFAULT. Probing touches one byte a page and changes nothing: a write is
+ * probed with an atomic OR of zero. */
+int uro_user_probe(const struct iovec *iov, int n, int write);
+
+#endif
