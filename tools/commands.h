@@ -2,12 +2,28 @@
 #ifndef URO_COMMANDS_H
 #define URO_COMMANDS_H
 
+#include <stddef.h>
+
 int uro_cmd_link(int argc, char **argv);
 int uro_cmd_run(int argc, char **argv);
 int uro_cmd_demo(int argc, char **argv);
 int uro_cmd_stat(int argc, char **argv);
 
 int uro_is_help(const char *arg);
+
+#include <string.h>
+
+/* A subcommand's help: "help" in first place (a later "help" may be a
+ * name), --help or -h anywhere among its arguments. */
+static inline int uro_asks_help(int argc, char **argv)
+{
+	if (argc > 0 && uro_is_help(argv[0]))
+		return 1;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	return 0;
+}
 
 /* Shared by demo: a fault spec's check (run_cmd.c); a port's counters,
  * summed over the live processes (pid 0: all) with dev open (stat_cmd.c). */

@@ -425,10 +425,17 @@ static void print_table(const struct demo_opts *o, const struct results *r)
 	       r->lat_iters);
 	if (!o->faults)
 		return;
-	printf("\nRoCEv2 packets: %llu sent, %llu received. Injected: %llu lost, %llu duplicated,\n"
-	       "%llu reordered, %llu corrupted, %llu delayed, %llu RNR NAKs. RC made them good:\n"
-	       "%llu retransmissions (go-back-N), %llu duplicate requests answered again,\n"
-	       "%llu sequence-error NAKs, %llu RNR waits; every operation completed well.\n",
+	/* sent and received count what left and arrived: a packet the
+	 * injected loss dropped never left, so the two agree beside a loss
+	 * count, which reads as a contradiction unless said. */
+	printf("\nRoCEv2 packets: %llu sent and %llu received; the faults dropped %llu more "
+	       "before they left,\n"
+	       "and duplicated %llu, reordered %llu, corrupted %llu, delayed %llu, and answered "
+	       "%llu with RNR NAKs.\n"
+	       "RC recovered: lost packets were retransmitted (%llu retransmissions, go-back-N),\n"
+	       "%llu repeated requests were answered again, %llu sequence-error NAKs asked for\n"
+	       "resends, %llu RNR NAKs were waited out. Every operation completed successfully:\n"
+	       "nothing was lost to the application.\n",
 	       (unsigned long long)n->sent, (unsigned long long)n->received,
 	       (unsigned long long)n->injected_loss, (unsigned long long)n->injected_dup,
 	       (unsigned long long)n->injected_reorder, (unsigned long long)n->injected_corrupt,
@@ -453,21 +460,55 @@ static int parse(int argc, char **argv, struct demo_opts *o)
 	char err[256];
 
 	for (int i = 0; i < argc; i += 2) {
-		if (i + 1 >= argc)
+		if (strcmp(argv[i], "-d") && strcmp(argv[i], "--faults")) {
+			fprintf(stderr, "uroce demo: unknown option '%s'\n", argv[i]);
 			return -1;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "uroce demo: %s needs a value\n", argv[i]);
+			return -1;
+		}
 		if (!strcmp(argv[i], "-d")) {
 			o->dev = argv[i + 1];
-		} else if (!strcmp(argv[i], "--faults")) {
-			o->faults = argv[i + 1];
-			if (uro_faults_check(o->faults, err, sizeof(err))) {
-				fprintf(stderr, "uroce demo: --faults: %s\n", err);
-				return -1;
-			}
-		} else {
+			continue;
+		}
+		o->faults = argv[i + 1];
+		if (uro_faults_check(o->faults, err, sizeof(err))) {
+			fprintf(stderr, "uroce demo: --faults: %s\n", err);
 			return -1;
 		}
 	}
 	return 0;
+}
+
+/* Says why dev (NULL: the first device) cannot be opened: a name that is
+ * not a device, with the ones there are, or the open's own error. The
+ * library has already said why a configuration gives no list. */
+static void no_device(const char *dev, int err)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int found = 0;
+
+	if (!list) {
+		fprintf(stderr,
+			"uroce demo: no device list (see the line above); 'uroce link show'\n");
+		return;
+	}
+	for (int i = 0; list[i]; i++)
+		found |= !dev || !strcmp(ibv_get_device_name(list[i]), dev);
+	if (found) {
+		fprintf(stderr, "uroce demo: cannot open %s: %s\n",
+			dev ? dev : ibv_get_device_name(list[0]), strerror(err));
+	} else if (!list[0]) {
+		fprintf(stderr, "uroce demo: there are no devices ('uroce link show'; "
+				"'uroce link add NAME netdev IFACE' makes one)\n");
+	} else {
+		fprintf(stderr, "uroce demo: no device named '%s'; the devices are:", dev);
+		for (int i = 0; list[i]; i++)
+			fprintf(stderr, " %s", ibv_get_device_name(list[i]));
+		fprintf(stderr, " ('uroce link show' lists them; -d NAME picks one)\n");
+	}
+	ibv_free_device_list(list);
 }
 
 int uro_cmd_demo(int argc, char **argv)
@@ -478,7 +519,7 @@ int uro_cmd_demo(int argc, char **argv)
 	struct ibv_context *probe;
 	pid_t pid;
 
-	if (argc == 1 && uro_is_help(argv[0])) {
+	if (uro_asks_help(argc, argv)) {
 		usage(stdout);
 		return 0;
 	}
@@ -492,8 +533,7 @@ int uro_cmd_demo(int argc, char **argv)
 		return 1;
 	probe = open_named(o.dev);
 	if (!probe) {
-		fprintf(stderr, "uroce demo: no device %s: %s\n", o.dev ? o.dev : "configured",
-			strerror(errno));
+		no_device(o.dev, errno);
 		return 1;
 	}
 	o.dev = o.dev ? o.dev : ibv_get_device_name(probe->device);

@@ -1,5 +1,6 @@
 /* uroce link: the device configuration, shown and edited the way
  * iproute2's `rdma link` shows and edits Soft-RoCE links. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,19 +10,45 @@
 #include "link_gone.h"
 #include "netdev.h"
 
-static const char link_usage[] =
-    "usage: uroce link show [NAME]\n"
-    "       uroce link add NAME netdev IFACE [type roce|ib]\n"
-    "       uroce link delete NAME\n"
-    "       uroce link set NAME [netdev IFACE] [type roce|ib] [name NEWNAME]\n"
+/* One usage per subcommand: each --help prints its own, and the whole
+ * command's usage is them all. */
+static const char show_usage[] = "usage: uroce link show [NAME[/PORT]]\n";
+static const char add_usage[] = "usage: uroce link add NAME netdev IFACE [type roce|ib]\n";
+static const char delete_usage[] = "usage: uroce link delete NAME\n";
+static const char set_usage[] =
+    "usage: uroce link set NAME [netdev IFACE] [type roce|ib] [name NEWNAME]\n";
+static const char link_notes[] =
     "\n"
+    "IFACE is a netdev ('ip link' lists them).\n"
     "type roce (the default): a RoCEv2 port whose GIDs are IFACE's addresses.\n"
     "type ib: an InfiniBand port with a LID (assigned here) and GID fe80::GUID.\n"
-    "'type rxe' is accepted for 'roce', as in 'rdma link add NAME type rxe netdev IFACE'.\n";
+    "'type rxe' is accepted for 'roce', as in 'rdma link add NAME type rxe netdev IFACE'.\n"
+    "'list' and 'del' are accepted for 'show' and 'delete'.\n";
+
+static void link_usage(FILE *f)
+{
+	fprintf(f, "%s%s%s%s%s", show_usage, add_usage, delete_usage, set_usage, link_notes);
+}
+
+/* A subcommand's usage error: what was wrong, then how it is used. */
+static int usage_error(const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int usage_error(const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("uroce link: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%s", usage);
+	return 2;
+}
 
 static int load(char *path, size_t len, struct uro_config *cfg)
 {
-	char err[512];
+	char err[1024];
 
 	if (uro_config_path(path, len)) {
 		fprintf(stderr, "uroce: configuration path too long\n");
@@ -67,19 +94,27 @@ static void show_one(const struct uro_link *l)
 	       l->netdev);
 }
 
+static int no_link(const char *name)
+{
+	fprintf(stderr, "uroce: no link named '%s' ('uroce link show' lists them)\n", name);
+	return 1;
+}
+
 static int cmd_show(int argc, char **argv)
 {
-	char path[4096];
+	char path[4096], note[4300];
 	struct uro_config cfg;
 	const struct uro_link *l;
 
-	if (argc > 1) {
-		fputs(link_usage, stderr);
-		return 2;
-	}
+	if (argc > 1)
+		return usage_error(show_usage, "show takes one NAME, not '%s'", argv[1]);
 	if (load(path, sizeof(path), &cfg))
 		return 1;
 	if (argc == 0) {
+		if (cfg.n == 0) {
+			uro_config_no_links_note(path, note, sizeof(note));
+			fprintf(stderr, "uroce: %s\n", note);
+		}
 		for (int i = 0; i < cfg.n; i++)
 			show_one(&cfg.links[i]);
 		return 0;
@@ -91,38 +126,40 @@ static int cmd_show(int argc, char **argv)
 	if (strchr(name, '/'))
 		*strchr(name, '/') = '\0';
 	l = uro_config_find(&cfg, name);
-	if (!l) {
-		fprintf(stderr, "uroce: no link named '%s'\n", name);
-		return 1;
-	}
+	if (!l)
+		return no_link(name);
 	show_one(l);
 	return 0;
 }
 
-/* Parses "key value" pairs (netdev, type, name) into *l. */
-static int parse_pairs(int argc, char **argv, struct uro_link *l, const char **newname)
+/* Parses "key value" pairs (netdev, type, name) into *l: 0, or the exit
+ * status after saying what is wrong (2: misused, 1: a value refused). */
+static int parse_pairs(int argc, char **argv, struct uro_link *l, const char **newname,
+		       const char *usage)
 {
 	for (int i = 0; i < argc; i += 2) {
-		if (i + 1 >= argc) {
-			fprintf(stderr, "uroce: '%s' needs a value\n", argv[i]);
-			return -1;
-		}
+		if (strcmp(argv[i], "netdev") && strcmp(argv[i], "type") &&
+		    (strcmp(argv[i], "name") || !newname))
+			return usage_error(usage, "unknown keyword '%s'", argv[i]);
+		if (i + 1 >= argc)
+			return usage_error(usage, "'%s' needs a value", argv[i]);
 		if (!strcmp(argv[i], "netdev")) {
 			if (!uro_netdev_exists(argv[i + 1])) {
-				fprintf(stderr, "uroce: unknown netdev '%s'\n", argv[i + 1]);
-				return -1;
+				fprintf(stderr,
+					"uroce: unknown netdev '%s': name one that 'ip link' "
+					"lists\n",
+					argv[i + 1]);
+				return 1;
 			}
 			snprintf(l->netdev, sizeof(l->netdev), "%s", argv[i + 1]);
 		} else if (!strcmp(argv[i], "type")) {
 			if (uro_link_type_parse(argv[i + 1], &l->type)) {
-				fprintf(stderr, "uroce: type must be 'roce' or 'ib'\n");
-				return -1;
+				fprintf(stderr, "uroce: type '%s': must be roce (or rxe) or ib\n",
+					argv[i + 1]);
+				return 1;
 			}
-		} else if (!strcmp(argv[i], "name") && newname) {
-			*newname = argv[i + 1];
 		} else {
-			fprintf(stderr, "uroce: unknown keyword '%s'\n%s", argv[i], link_usage);
-			return -1;
+			*newname = argv[i + 1];
 		}
 	}
 	return 0;
@@ -133,15 +170,21 @@ static int cmd_add(int argc, char **argv)
 	char path[4096], err[512];
 	struct uro_config cfg;
 	struct uro_link l;
+	int rc;
 
-	if (argc < 1) {
-		fputs(link_usage, stderr);
-		return 2;
-	}
+	if (argc < 1)
+		return usage_error(add_usage, "add needs a NAME and 'netdev IFACE'");
 	memset(&l, 0, sizeof(l));
 	snprintf(l.name, sizeof(l.name), "%s", argv[0]);
-	if (load(path, sizeof(path), &cfg) || parse_pairs(argc - 1, argv + 1, &l, NULL))
+	if (load(path, sizeof(path), &cfg))
 		return 1;
+	rc = parse_pairs(argc - 1, argv + 1, &l, NULL, add_usage);
+	if (rc)
+		return rc;
+	if (!l.netdev[0])
+		return usage_error(add_usage,
+				   "link '%s' needs a netdev: uroce link add %s netdev IFACE",
+				   l.name, l.name);
 	if (uro_config_add(&cfg, &l, err, sizeof(err))) {
 		fprintf(stderr, "uroce: %s\n", err);
 		return 1;
@@ -154,12 +197,13 @@ static int cmd_delete(int argc, char **argv)
 	char path[4096], err[512];
 	struct uro_config cfg;
 
-	if (argc != 1) {
-		fputs(link_usage, stderr);
-		return 2;
-	}
+	if (argc != 1)
+		return usage_error(delete_usage, "delete takes one NAME%s",
+				   argc ? ", not more" : "");
 	if (load(path, sizeof(path), &cfg))
 		return 1;
+	if (!uro_config_find(&cfg, argv[0]))
+		return no_link(argv[0]);
 	if (uro_config_delete(&cfg, argv[0], err, sizeof(err))) {
 		fprintf(stderr, "uroce: %s\n", err);
 		return 1;
@@ -167,6 +211,12 @@ static int cmd_delete(int argc, char **argv)
 	if (save(path, &cfg))
 		return 1;
 	uro_link_gone_notify(argv[0]);
+	if (cfg.n == 0) {
+		char note[4300];
+
+		uro_config_no_links_note(path, note, sizeof(note));
+		fprintf(stderr, "uroce: %s\n", note);
+	}
 	return 0;
 }
 
@@ -178,21 +228,19 @@ static int cmd_set(int argc, char **argv)
 	const struct uro_link *old;
 	const char *newname = NULL;
 	struct uro_link l;
+	int rc;
 
-	if (argc < 3) {
-		fputs(link_usage, stderr);
-		return 2;
-	}
+	if (argc < 3)
+		return usage_error(set_usage, "set needs a NAME and what to change");
 	if (load(path, sizeof(path), &cfg))
 		return 1;
 	old = uro_config_find(&cfg, argv[0]);
-	if (!old) {
-		fprintf(stderr, "uroce: no link named '%s'\n", argv[0]);
-		return 1;
-	}
+	if (!old)
+		return no_link(argv[0]);
 	l = *old;
-	if (parse_pairs(argc - 1, argv + 1, &l, &newname))
-		return 1;
+	rc = parse_pairs(argc - 1, argv + 1, &l, &newname, set_usage);
+	if (rc)
+		return rc;
 	if (newname)
 		snprintf(l.name, sizeof(l.name), "%s", newname);
 	if (l.type != old->type)
@@ -209,22 +257,38 @@ static int cmd_set(int argc, char **argv)
 	return 0;
 }
 
+static const struct link_cmd {
+	const char *name, *alias;
+	const char *usage;
+	int (*run)(int argc, char **argv);
+} link_cmds[] = {
+    {"show", "list", show_usage, cmd_show},
+    {"add", NULL, add_usage, cmd_add},
+    {"delete", "del", delete_usage, cmd_delete},
+    {"set", NULL, set_usage, cmd_set},
+};
+
 int uro_cmd_link(int argc, char **argv)
 {
 	if (argc == 0)
 		return cmd_show(0, argv);
 	if (uro_is_help(argv[0])) {
-		fputs(link_usage, stdout);
+		link_usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[0], "show") || !strcmp(argv[0], "list"))
-		return cmd_show(argc - 1, argv + 1);
-	if (!strcmp(argv[0], "add"))
-		return cmd_add(argc - 1, argv + 1);
-	if (!strcmp(argv[0], "delete") || !strcmp(argv[0], "del"))
-		return cmd_delete(argc - 1, argv + 1);
-	if (!strcmp(argv[0], "set"))
-		return cmd_set(argc - 1, argv + 1);
-	fprintf(stderr, "uroce: unknown link command '%s'\n%s", argv[0], link_usage);
+	for (size_t i = 0; i < sizeof(link_cmds) / sizeof(link_cmds[0]); i++) {
+		const struct link_cmd *c = &link_cmds[i];
+
+		if (strcmp(argv[0], c->name) && (!c->alias || strcmp(argv[0], c->alias)))
+			continue;
+		if (uro_asks_help(argc, argv)) {
+			fputs(c->usage, stdout);
+			fputs(link_notes, stdout);
+			return 0;
+		}
+		return c->run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "uroce link: unknown command '%s' (show, add, delete or set)\n\n", argv[0]);
+	link_usage(stderr);
 	return 2;
 }

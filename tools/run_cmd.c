@@ -111,38 +111,76 @@ static int check_snap(const char *n, char *err, size_t len)
 	return uro_pcap_snap_parse(n, &snap, err, len);
 }
 
+/* Checked here, where the user typed it: the library, which opens the
+ * file, could only warn and run on without the trace asked for. */
+static int check_pcap(const char *file, char *err, size_t len)
+{
+	char why[4400];
+
+	if (!uro_pcap_check(file, why, sizeof(why)))
+		return 0;
+	snprintf(err, len, "cannot write the trace there (%s); name a file you can write", why);
+	return -1;
+}
+
 /* The options run takes, each carried to the program by an environment
  * variable, so that a program started otherwise can have it too. */
 static const struct run_option {
 	const char *name;
 	const char *env;
+	const char *value; /* what the value is, for messages */
 	int (*check)(const char *value, char *err, size_t len); /* NULL: any value */
+	int status; /* the exit status when check refuses the value */
 } run_options[] = {
-    {.name = "--faults", .env = "UROCE_FAULTS", .check = uro_faults_check},
-    {.name = "--pcap", .env = "UROCE_PCAP"},
-    {.name = "--pcap-snap", .env = "UROCE_PCAP_SNAP", .check = check_snap},
+    {.name = "--faults",
+     .env = "UROCE_FAULTS",
+     .value = "SPEC",
+     .check = uro_faults_check,
+     .status = 2},
+    {.name = "--pcap", .env = "UROCE_PCAP", .value = "FILE", .check = check_pcap, .status = 1},
+    {.name = "--pcap-snap",
+     .env = "UROCE_PCAP_SNAP",
+     .value = "N",
+     .check = check_snap,
+     .status = 2},
 };
 
+#define N_RUN_OPTIONS (sizeof(run_options) / sizeof(run_options[0]))
+
 /* "--name VALUE" or "--name=VALUE" at argv[0]: the value, with *took set to
- * the arguments it spans; NULL when argv[0] is not that option. */
+ * the arguments it spans; NULL when argv[0] is not that option, or is it
+ * without a value (*took then 0). */
 static const char *option_value(const char *name, int argc, char **argv, int *took)
 {
 	size_t n = strlen(name);
 
-	if (strncmp(argv[0], name, n))
+	*took = -1;
+	if (strncmp(argv[0], name, n) || (argv[0][n] && argv[0][n] != '='))
 		return NULL;
+	*took = 0;
 	if (argv[0][n] == '=') {
 		*took = 1;
 		return argv[0] + n + 1;
 	}
-	if (argv[0][n] || argc < 2)
+	if (argc < 2)
 		return NULL;
 	*took = 2;
 	return argv[1];
 }
 
+static int unknown_option(const char *arg)
+{
+	fprintf(stderr, "uroce run: unknown option '%s': the options are", arg);
+	for (size_t i = 0; i < N_RUN_OPTIONS; i++)
+		fprintf(stderr, " %s %s%s", run_options[i].name, run_options[i].value,
+			i + 1 < N_RUN_OPTIONS ? "," : "");
+	fprintf(stderr, ", before CMD ('uroce run --help')\n");
+	return -2;
+}
+
 /* Takes run's own options from the front of argv into the environment.
- * Returns how many arguments they were, or -1 after saying what is wrong. */
+ * Returns how many arguments they were, or minus the exit status after
+ * saying what is wrong. */
 static int take_options(int argc, char **argv)
 {
 	int at = 0;
@@ -150,22 +188,23 @@ static int take_options(int argc, char **argv)
 	while (at < argc && !strncmp(argv[at], "--", 2) && strcmp(argv[at], "--help")) {
 		const struct run_option *o = NULL;
 		const char *value = NULL;
-		char err[160];
-		int took = 0;
+		char err[4600];
+		int took = -1;
 
-		for (size_t i = 0; i < sizeof(run_options) / sizeof(run_options[0]) && !value; i++)
-			if ((value =
-				 option_value(run_options[i].name, argc - at, argv + at, &took)))
-				o = &run_options[i];
-		if (!o) {
-			fprintf(stderr,
-				"uroce run: %s: unknown, or without its value (uroce run --help)\n",
-				argv[at]);
-			return -1;
+		for (size_t i = 0; i < N_RUN_OPTIONS && took < 0; i++) {
+			value = option_value(run_options[i].name, argc - at, argv + at, &took);
+			o = &run_options[i];
+		}
+		if (took < 0)
+			return unknown_option(argv[at]);
+		if (!value) {
+			fprintf(stderr, "uroce run: %s needs a value: %s %s CMD [ARGS...]\n",
+				o->name, o->name, o->value);
+			return -2;
 		}
 		if (o->check && o->check(value, err, sizeof(err))) {
-			fprintf(stderr, "uroce run: %s: %s\n", o->name, err);
-			return -1;
+			fprintf(stderr, "uroce run: %s %s: %s\n", o->name, value, err);
+			return -o->status;
 		}
 		setenv(o->env, value, 1);
 		at += took;
@@ -181,12 +220,16 @@ int uro_cmd_run(int argc, char **argv)
 	int took = take_options(argc, argv);
 
 	if (took < 0)
-		return 2;
+		return -took;
 	argc -= took;
 	argv += took;
-	if (argc < 1 || uro_is_help(argv[0])) {
-		fputs(run_usage, argc < 1 ? stderr : stdout);
-		return argc < 1 ? 2 : 0;
+	if (argc >= 1 && uro_is_help(argv[0])) {
+		fputs(run_usage, stdout);
+		return 0;
+	}
+	if (argc < 1) {
+		fprintf(stderr, "uroce run: no CMD to run\n%s", run_usage);
+		return 2;
 	}
 	if (find_libdir(libdir, sizeof(libdir))) {
 		fprintf(stderr, "uroce: cannot find uroce's libibverbs.so.1 (set UROCE_LIBDIR)\n");

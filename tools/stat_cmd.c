@@ -1,5 +1,5 @@
 /* uroce stat: a port's counters and its QPs, read from the segments of the
- * processes that have the device open, while they run (issue 12). The
+ * processes that have the device open, while they run. The
  * port lines follow iproute2's `rdma statistic show`, the QP lines its
  * `rdma resource show qp`, with the per-QP counters added. */
 #include <infiniband/verbs.h>
@@ -51,16 +51,25 @@ static int parse(int argc, char **argv, struct stat_args *a)
 
 		if (!strcmp(argv[i], "--json")) {
 			a->json = 1;
-		} else if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
+		} else if (!strcmp(argv[i], "--pid")) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "uroce stat: --pid needs a PID\n\n%s", stat_usage);
+				return -1;
+			}
 			a->pid = strtol(argv[++i], &end, 10);
 			if (*end || a->pid <= 0) {
-				fprintf(stderr, "uroce stat: bad pid '%s'\n", argv[i]);
+				fprintf(stderr,
+					"uroce stat: --pid '%s': a PID is a number above 0\n",
+					argv[i]);
 				return -1;
 			}
 		} else if (argv[i][0] != '-' && !a->dev) {
 			a->dev = argv[i];
 		} else {
-			fprintf(stderr, "uroce stat: unexpected '%s'\n\n%s", argv[i], stat_usage);
+			fprintf(stderr, "uroce stat: unexpected '%s'%s\n\n%s", argv[i],
+				argv[i][0] == '-' ? " (the options are --pid PID and --json)"
+						  : " (one DEV at most)",
+				stat_usage);
 			return -1;
 		}
 	}
@@ -239,12 +248,81 @@ static int qp_stats(const char *dev, const struct stat_args *a, int printed)
 	return printed;
 }
 
+static int names(const char *arg, const char *dev);
+
+/* This user's live uroce processes, into f: " PID (COMM) on DEV," each. */
+static int list_users(FILE *f)
+{
+	struct uro_slot_record rec;
+	int n = 0;
+
+	for (unsigned slot = 1; slot < URO_MAX_SLOTS; slot++) {
+		char comm[32];
+
+		if (uro_registry_lookup(NULL, slot, &rec) != 1)
+			continue;
+		comm_of(rec.pid, comm, sizeof(comm));
+		fprintf(f, "%s %d (%s) on %.*s", n++ ? "," : "", rec.pid, comm,
+			(int)sizeof(rec.device), rec.device);
+	}
+	return n;
+}
+
+/* A process has the device open when the registry has a record of it. */
+static int uses_device(long pid, const char *dev)
+{
+	struct uro_slot_record rec;
+
+	for (unsigned slot = 1; slot < URO_MAX_SLOTS; slot++) {
+		char name[sizeof(rec.device) + 1];
+
+		if (uro_registry_lookup(NULL, slot, &rec) != 1 || rec.pid != pid)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)sizeof(rec.device), rec.device);
+		if (!dev || names(dev, name))
+			return 1;
+	}
+	return 0;
+}
+
+/* --pid names a process that shows nothing: say why, rather than print an
+ * empty table a user would take for a process without traffic. */
+static int no_such_user(const struct stat_args *a)
+{
+	char comm[32];
+
+	comm_of(a->pid, comm, sizeof(comm));
+	if (!comm[0])
+		fprintf(stderr, "uroce stat: no process %ld is running", a->pid);
+	else if (uses_device(a->pid, NULL))
+		fprintf(stderr, "uroce stat: process %ld (%s) does not have %s open", a->pid, comm,
+			a->dev);
+	else
+		fprintf(stderr,
+			"uroce stat: process %ld (%s) does not use uroce (it has no uroce "
+			"device open)",
+			a->pid, comm);
+	fputs("; your processes using uroce now:", stderr);
+	if (!list_users(stderr))
+		fputs(" none", stderr);
+	fputc('\n', stderr);
+	return 1;
+}
+
 /* DEV or DEV/PORT names dev. */
 static int names(const char *arg, const char *dev)
 {
 	size_t n = strcspn(arg, "/");
 
 	return strlen(dev) == n && !strncmp(arg, dev, n);
+}
+
+static int has_device(const struct uro_config *cfg, const char *arg)
+{
+	for (int i = 0; i < cfg->n; i++)
+		if (names(arg, cfg->links[i].name))
+			return 1;
+	return 0;
 }
 
 int uro_cmd_stat(int argc, char **argv)
@@ -254,7 +332,7 @@ int uro_cmd_stat(int argc, char **argv)
 	char path[4096], err[512], *slash;
 	int shown = 0, printed = 0;
 
-	if (argc > 0 && uro_is_help(argv[0])) {
+	if (uro_asks_help(argc, argv)) {
 		fputs(stat_usage, stdout);
 		return 0;
 	}
@@ -278,6 +356,13 @@ int uro_cmd_stat(int argc, char **argv)
 		fprintf(stderr, "uroce stat: %s has one port, 1\n", a.dev);
 		return 1;
 	}
+	if (a.dev && !has_device(&cfg, a.dev)) {
+		fprintf(stderr, "uroce stat: no device '%s' ('uroce link show' lists them)\n",
+			a.dev);
+		return 1;
+	}
+	if (a.pid && !uses_device(a.pid, a.dev))
+		return no_such_user(&a);
 	if (a.json)
 		putchar('[');
 	for (int i = 0; i < cfg.n; i++) {
@@ -293,9 +378,5 @@ int uro_cmd_stat(int argc, char **argv)
 	}
 	if (a.json)
 		puts("]");
-	if (a.dev && !shown) {
-		fprintf(stderr, "uroce stat: no device '%s'\n", a.dev);
-		return 1;
-	}
 	return 0;
 }

@@ -152,43 +152,55 @@ int uro_config_delete(struct uro_config *cfg, const char *name, char *err, size_
 	return fail(err, errlen, "no link named '%s'", name);
 }
 
-/* Parses "link NAME key value ..." into *l; returns an error text or NULL. */
-static const char *parse_link_words(char **w, int nw, struct uro_link *l)
+#define LINK_SYNTAX "'link NAME netdev IFACE [type roce|ib] [lid N]'"
+
+/* Parses "link NAME key value ..." into *l; 0, or -1 with why set to what
+ * is wrong, naming the word that is. */
+static int parse_link_words(char **w, int nw, struct uro_link *l, char *why, size_t len)
 {
 	memset(l, 0, sizeof(*l));
-	if (nw < 2 || strcmp(w[0], "link"))
-		return "expected 'link NAME netdev IFACE [type roce|ib] [lid N]'";
+	if (strcmp(w[0], "link"))
+		return fail(why, len, "'%s': a line starts with 'link': %s", w[0], LINK_SYNTAX);
+	if (nw < 2)
+		return fail(why, len, "'link' without a name: %s", LINK_SYNTAX);
 	if (strlen(w[1]) >= sizeof(l->name))
-		return "link name too long";
+		return fail(why, len, "link name '%s' too long (at most %d characters)", w[1],
+			    URO_NAME_MAX - 1);
 	strcpy(l->name, w[1]);
 	for (int i = 2; i < nw; i += 2) {
 		if (i + 1 >= nw)
-			return "keyword without a value";
+			return fail(why, len, "keyword '%s' without a value: %s", w[i],
+				    LINK_SYNTAX);
 		if (!strcmp(w[i], "netdev")) {
 			if (strlen(w[i + 1]) >= sizeof(l->netdev))
-				return "netdev name too long";
+				return fail(why, len, "netdev name '%s' too long", w[i + 1]);
 			strcpy(l->netdev, w[i + 1]);
 		} else if (!strcmp(w[i], "type")) {
 			if (uro_link_type_parse(w[i + 1], &l->type))
-				return "type must be 'roce' or 'ib'";
+				return fail(why, len, "type '%s': must be roce (or rxe) or ib",
+					    w[i + 1]);
 		} else if (!strcmp(w[i], "lid")) {
 			char *end;
 			unsigned long v = strtoul(w[i + 1], &end, 0);
 
 			if (*end || v == 0 || v > LID_MAX)
-				return "lid must be a unicast LID (1-0xbfff)";
+				return fail(why, len, "lid '%s': must be a unicast LID (1-0xbfff)",
+					    w[i + 1]);
 			l->lid = (uint16_t)v;
 		} else {
-			return "unknown keyword";
+			return fail(
+			    why, len,
+			    "unknown keyword '%s' (the keywords are netdev, type and lid: %s)",
+			    w[i], LINK_SYNTAX);
 		}
 	}
 	if (!l->netdev[0])
-		return "missing 'netdev IFACE'";
+		return fail(why, len, "link '%s' has no 'netdev IFACE'", l->name);
 	if (l->type == URO_LINK_IB && !l->lid)
-		return "an ib link needs 'lid N'";
+		return fail(why, len, "ib link '%s' needs 'lid N'", l->name);
 	if (l->type != URO_LINK_IB && l->lid)
-		return "only an ib link has a lid";
-	return NULL;
+		return fail(why, len, "link '%s': only an ib link has a lid", l->name);
+	return 0;
 }
 
 static int split_words(char *line, char **w, int max)
@@ -218,8 +230,7 @@ int uro_config_parse(const char *text, const char *file, struct uro_config *cfg,
 		char *line = p;
 		char *w[16];
 		struct uro_link l;
-		const char *why;
-		char sub[256];
+		char why[384];
 		int nw;
 
 		save = strchr(p, '\n');
@@ -231,12 +242,14 @@ int uro_config_parse(const char *text, const char *file, struct uro_config *cfg,
 		nw = split_words(line, w, 16);
 		if (nw == 0)
 			continue;
-		why = nw < 0 ? "too many words" : parse_link_words(w, nw, &l);
-		if (!why && check_link(cfg, &l, sub, sizeof(sub)) == 0) {
+		if (nw < 0)
+			snprintf(why, sizeof(why), "too many words: %s", LINK_SYNTAX);
+		if (nw > 0 && parse_link_words(w, nw, &l, why, sizeof(why)) == 0 &&
+		    check_link(cfg, &l, why, sizeof(why)) == 0) {
 			cfg->links[cfg->n++] = l;
 			continue;
 		}
-		rc = fail(err, errlen, "%s:%d: %s", file, lineno + 1, why ? why : sub);
+		rc = fail(err, errlen, "%s:%d: %s", file, lineno + 1, why);
 	}
 	free(copy);
 	return rc;
@@ -268,6 +281,14 @@ int uro_config_load(const char *path, struct uro_config *cfg, char *err, size_t 
 	rc = uro_config_parse(text, path, cfg, err, errlen);
 	free(text);
 	return rc;
+}
+
+void uro_config_no_links_note(const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%s defines no link, so there are no devices: delete the file to get the "
+		 "default uroce0 on lo back, or add one with 'uroce link add NAME netdev IFACE'",
+		 path);
 }
 
 static int make_parent_dirs(const char *path)

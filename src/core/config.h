@@ -1,5 +1,5 @@
 /* The link configuration: which soft HCAs exist and which netdev each is
- * bound to (design.md decision 2). One line a link:
+ * bound to. One line a link:
  *
  *     link NAME netdev IFACE [type roce|ib] [lid N]
  *
@@ -37,6 +37,9 @@ void uro_config_default(struct uro_config *cfg);
 int uro_config_parse(const char *text, const char *file, struct uro_config *cfg, char *err,
 		     size_t errlen);
 int uro_config_load(const char *path, struct uro_config *cfg, char *err, size_t errlen);
+/* A file that defines no link leaves no device, on purpose (a user may want
+ * none); this says so, and how to get the default back, into buf. */
+void uro_config_no_links_note(const char *path, char *buf, size_t len);
 int uro_config_save(const char *path, const struct uro_config *cfg, char *err, size_t errlen);
 
 const struct uro_link *uro_config_find(const struct uro_config *cfg, const char *name);

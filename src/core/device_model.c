@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define UROCE_FW_VER "0.1.0"
+#include "uroce_version.h"
 
 /* Worst-case RoCEv2 overhead on the wire: IPv6 (40) + UDP (8) + BTH (12) +
  * the largest extension header, RETH (16) + ICRC (4). */
@@ -168,11 +168,12 @@ int uro_gid_find(const struct uro_device_model *m, const union ibv_gid *gid)
 	return -1;
 }
 
-/* Only capabilities uroce really provides are advertised (design.md 6). */
+/* Only capabilities uroce really provides are advertised. */
 void uro_device_attr(const struct uro_device_model *m, struct ibv_device_attr *a)
 {
 	memset(a, 0, sizeof(*a));
-	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", UROCE_FW_VER);
+	/* As a NIC reports its firmware's: the version of what plays the NIC. */
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", UROCE_VERSION_FULL);
 	a->node_guid = __builtin_bswap64(m->node_guid);
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = UINT64_MAX;

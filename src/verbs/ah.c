@@ -2,12 +2,47 @@
  * ibv_init_ah_from_wc(3), ibv_create_ah_from_wc(3). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "objects.h"
 #include "wire.h"
+
+/* Which indexes hold GIDs, for a message: the table is filled from 0. */
+static void gid_indexes(const struct uro_context *ctx, char *buf, size_t len)
+{
+	int n = ctx->model.ngids;
+
+	if (n == 0)
+		snprintf(buf, len, "the port has no GID: netdev %s has no IP address",
+			 ctx->model.link.netdev);
+	else if (n == 1)
+		snprintf(buf, len, "the port's only GID is index 0");
+	else
+		snprintf(buf, len, "the port's GIDs are indexes 0 to %d", n - 1);
+}
+
+/* rdma-core's examples read the GID their -g names and set a GRH only when
+ * it is not zero: given an empty slot they build an address without one,
+ * so the index to blame is the one they read, not the GRH they left out. */
+static void no_grh_hint(const struct uro_context *ctx)
+{
+	const char *dev = ctx->dev->link.name;
+	char have[64];
+
+	gid_indexes(ctx, have, sizeof(have));
+	if (ctx->empty_gid_read)
+		uro_warn("%s is a RoCE port: an address needs a GRH, and the GID index this "
+			 "program read, %d, is empty (%s): with rdma-core's examples, pass "
+			 "-g 0",
+			 dev, ctx->empty_gid_read - 1, have);
+	else
+		uro_warn("%s is a RoCE port: an address needs a GRH (is_global=1 and a GID "
+			 "index; %s): with rdma-core's examples, pass -g 0",
+			 dev, have);
+}
 
 int uro_ah_attr_check(struct uro_context *ctx, const struct ibv_ah_attr *ah)
 {
@@ -21,14 +56,15 @@ int uro_ah_attr_check(struct uro_context *ctx, const struct ibv_ah_attr *ah)
 	/* A RoCE packet always carries a GRH (IBTA Annex A16/A17): RoCE NICs
 	 * refuse an address without one, and so does uroce. */
 	if (ctx->model.link.type == URO_LINK_ROCE && !ah->is_global) {
-		uro_warn("%s is a RoCE port: an address needs a GRH (is_global=1 and a GID "
-			 "index; with rdma-core's examples, pass -g 0)",
-			 dev);
+		no_grh_hint(ctx);
 		return EINVAL;
 	}
 	if (ah->is_global && ah->grh.sgid_index >= ctx->model.ngids) {
-		uro_warn("%s: sgid_index %u is not a valid GID (the port has %d)", dev,
-			 ah->grh.sgid_index, ctx->model.ngids);
+		char have[64];
+
+		gid_indexes(ctx, have, sizeof(have));
+		uro_warn("%s: sgid_index %u is an empty GID slot; %s", dev, ah->grh.sgid_index,
+			 have);
 		return EINVAL;
 	}
 	if (ctx->model.link.type == URO_LINK_IB && !ah->is_global && ah->dlid == 0) {

@@ -57,18 +57,26 @@ static struct uro_device *device_for(const struct uro_link *link, int index)
 	return d;
 }
 
+/* A program that finds no device usually prints only its own complaint
+ * ("Failed to get IB devices list"): the why is said here, with the file
+ * and line to fix. An empty file is said once: a program may ask often. */
 static int load_config(struct uro_config *cfg)
 {
+	static int told_empty;
 	char path[4096];
-	char err[512];
+	char err[1024];
 
 	if (uro_config_path(path, sizeof(path))) {
-		uro_warn("configuration path too long");
+		uro_warn("configuration path too long (UROCE_CONFIG, XDG_CONFIG_HOME or HOME)");
 		return EINVAL;
 	}
 	if (uro_config_load(path, cfg, err, sizeof(err))) {
-		uro_warn("%s", err);
+		uro_warn("%s; there are no devices until it is fixed", err);
 		return EINVAL;
+	}
+	if (cfg->n == 0 && !__atomic_exchange_n(&told_empty, 1, __ATOMIC_RELAXED)) {
+		uro_config_no_links_note(path, err, sizeof(err));
+		uro_warn("%s", err);
 	}
 	return 0;
 }

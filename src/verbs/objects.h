@@ -73,6 +73,10 @@ struct uro_context {
 	unsigned pending_qps;		       /* QPs with WQEs waiting for RNR */
 	struct uro_progress_thread progress;
 	struct uro_wire_endpoint *wire; /* RoCEv2: opened by the first QP on the wire */
+	/* 1 + the last empty GID index the program read: an example given
+	 * "-g N" of an empty slot then builds an address without a GRH, and
+	 * the hint that refuses it names N. 0: none read. */
+	int empty_gid_read;
 };
 
 struct uro_pd {
@@ -363,7 +367,7 @@ static inline void *uro_fail_null(int err)
 
 /* Posting and polling (ibv_post_send(3), ibv_post_recv(3), ibv_poll_cq(3))
  * are thread-safe, as on rdma-core; a process that has never started a
- * thread takes no lock (design.md decision 8). Returns whether it locked,
+ * thread takes no lock. Returns whether it locked,
  * for uro_mt_unlock. */
 static inline int uro_mt_lock(pthread_spinlock_t *lock)
 {

@@ -70,6 +70,7 @@ static const struct uro_gid *gid_at(struct ibv_context *c, uint32_t port, uint32
 	}
 	if ((int)index >= ctx->model.ngids) {
 		*err = ENODATA; /* an empty entry of the table */
+		ctx->empty_gid_read = (int)index + 1;
 		return NULL;
 	}
 	return &ctx->model.gids[index];

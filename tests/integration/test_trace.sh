@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12 scope 1: `uroce run --pcap` traces the RoCEv2 packets a program
+# `uroce run --pcap` traces the RoCEv2 packets a program
 # sends and takes; tshark decodes the trace, scapy recomputes its ICRCs,
 # and its opcodes and PSNs are the operations the program posted. A traced
 # (or faulted) process takes the wire path, and so does a peer on this host
@@ -114,9 +114,17 @@ for side in srv cli; do
 done
 expect_match "$("$here/icrc_check.py" "$dir/uds.pcap")" ', 0 mismatched' "the UD trace's ICRCs"
 
-# A trace that cannot be written is said so, and the program runs on.
-pingpong "unwritable trace" "" "--pcap /nonexistent/dir/x.pcap" -n 10
-expect_match "$(cat "$dir/cli")" 'UROCE_PCAP: no trace: .*/nonexistent/dir/x.pcap' "the lost trace is reported"
+# A trace that cannot be written: typed as --pcap, the command fails before
+# the program starts; set as UROCE_PCAP, the library names the variable and
+# the program runs on.
+out=$("$UROCE" run --pcap /nonexistent/dir/x.pcap true 2>&1)
+expect_status 1 $? "--pcap to an unwritable file is refused"
+expect_match "$out" '^uroce run: --pcap /nonexistent/dir/x.pcap: .*directory /nonexistent/dir: No such file' \
+	"the refusal names --pcap, the file and why"
+export UROCE_PCAP=/nonexistent/dir/x.pcap
+pingpong "unwritable trace" "" "" -n 10
+unset UROCE_PCAP
+expect_match "$(cat "$dir/cli")" '^uroce: UROCE_PCAP=/nonexistent/dir/x.pcap: running without the trace it asks for: .*/nonexistent/dir/x.pcap' "the lost trace is reported"
 out=$("$UROCE" run --pcap-snap 70000 true 2>&1)
 expect_status 2 $? "--pcap-snap 70000 is refused"
 expect_match "$out" 'snap length' "the refusal says why"

@@ -44,20 +44,23 @@ static void expect_error(const char *text, const char *what)
 
 static void test_errors(void)
 {
-	expect_error("link a netdev lo\nlink b netdev lo colour red\n",
-		     "links.conf:2: unknown keyword");
-	expect_error("link a\n", "links.conf:1: missing 'netdev IFACE'");
-	expect_error("\n\nlink a netdev lo type iwarp\n", "links.conf:3: type must be");
-	expect_error("link a netdev lo type ib\n", "links.conf:1: an ib link needs 'lid N'");
-	expect_error("link a netdev lo lid 3\n", "links.conf:1: only an ib link has a lid");
-	expect_error("link a netdev lo type ib lid 0\n", "links.conf:1: lid must be");
-	expect_error("link a netdev lo type ib lid 0xc000\n", "links.conf:1: lid must be");
+	expect_error(
+	    "link a netdev lo\nlink b netdev lo colour red\n",
+	    "links.conf:2: unknown keyword 'colour' (the keywords are netdev, type and lid");
+	expect_error("link a\n", "links.conf:1: link 'a' has no 'netdev IFACE'");
+	expect_error("\n\nlink a netdev lo type iwarp\n", "links.conf:3: type 'iwarp': must be");
+	expect_error("link a netdev lo type ib\n", "links.conf:1: ib link 'a' needs 'lid N'");
+	expect_error("link a netdev lo lid 3\n",
+		     "links.conf:1: link 'a': only an ib link has a lid");
+	expect_error("link a netdev lo type ib lid 0\n", "links.conf:1: lid '0': must be");
+	expect_error("link a netdev lo type ib lid 0xc000\n",
+		     "links.conf:1: lid '0xc000': must be");
 	expect_error("link a netdev lo\nlink a netdev lo\n", "links.conf:2: link 'a' already");
 	expect_error("link a netdev lo type ib lid 4\nlink b netdev lo type ib lid 4\n",
 		     "links.conf:2: LID 4");
 	expect_error("link bad/name netdev lo\n", "links.conf:1: invalid link name");
-	expect_error("device a netdev lo\n", "links.conf:1: expected 'link NAME");
-	expect_error("link a netdev\n", "links.conf:1: keyword without a value");
+	expect_error("device a netdev lo\n", "links.conf:1: 'device': a line starts with 'link'");
+	expect_error("link a netdev\n", "links.conf:1: keyword 'netdev' without a value");
 }
 
 static void test_add_delete(void)

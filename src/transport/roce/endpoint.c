@@ -300,7 +300,9 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	/* A trace watches; one that cannot be written leaves the program be. */
 	w->pcap = uro_pcap_from_env(err, sizeof(err));
 	if (!w->pcap && *err)
-		uro_warn("UROCE_PCAP: no trace: %s", err);
+		uro_warn("UROCE_PCAP=%s: running without the trace it asks for: %s (point "
+			 "UROCE_PCAP at a file that can be written, or unset it)",
+			 getenv("UROCE_PCAP"), err);
 	spec = getenv("UROCE_FAULTS");
 	if (spec && *spec &&
 	    (err_no = uro_wire_faults_open(spec, ctx->dev->ibdev.name, &w->faults))) {

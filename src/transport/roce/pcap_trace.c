@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,17 +97,63 @@ struct uro_pcap *uro_pcap_open(const char *pattern, uint32_t snap, char *err, si
 	return t;
 }
 
+/* The test open() would make, short of creating the file: a program that
+ * never goes on the wire should not leave an empty trace behind. */
+int uro_pcap_check(const char *pattern, char *err, size_t errlen)
+{
+	char path[4096], dir[4096];
+	struct stat st;
+	char *slash;
+
+	if (expand(pattern, path, sizeof(path))) {
+		snprintf(err, errlen, "trace file name too long");
+		return -1;
+	}
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			snprintf(err, errlen, "%s is a directory", path);
+			return -1;
+		}
+		if (access(path, W_OK)) {
+			snprintf(err, errlen, "%s", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		slash[slash == dir] = '\0';
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		int why = errno;
+
+		snprintf(err, errlen, "directory %s: %s", dir,
+			 strerror(access(dir, F_OK) ? why : ENOTDIR));
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK)) {
+		snprintf(err, errlen, "cannot create a file in %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct uro_pcap *uro_pcap_from_env(char *err, size_t errlen)
 {
 	const char *path = getenv("UROCE_PCAP");
 	const char *snap_s = getenv("UROCE_PCAP_SNAP");
 	uint32_t snap = 0;
+	char why[160];
 
 	*err = '\0';
 	if (!path || !*path)
 		return NULL;
-	if (snap_s && *snap_s && uro_pcap_snap_parse(snap_s, &snap, err, errlen))
+	if (snap_s && *snap_s && uro_pcap_snap_parse(snap_s, &snap, why, sizeof(why))) {
+		snprintf(err, errlen, "UROCE_PCAP_SNAP: %s", why);
 		return NULL;
+	}
 	return uro_pcap_open(path, snap, err, errlen);
 }
 

@@ -1,4 +1,4 @@
-/* The packet trace (issue 12 scope 1): every RoCEv2 packet a process sends
+/* The packet trace: every RoCEv2 packet a process sends
  * or takes on the wire path, written to a pcap file that Wireshark and
  * tshark decode as RoCEv2 (UDP port 4791). UROCE_PCAP=FILE ("%p" in it
  * becomes the pid) and UROCE_PCAP_SNAP=N (payload bytes kept of each
@@ -25,6 +25,9 @@ struct uro_pcap *uro_pcap_from_env(char *err, size_t errlen);
 /* pattern's file, created or emptied, with its pcap header written. */
 struct uro_pcap *uro_pcap_open(const char *pattern, uint32_t snap, char *err, size_t errlen);
 void uro_pcap_close(struct uro_pcap *t);
+/* Whether pattern's file could be opened by this process, without creating
+ * it: 0, or -1 with err saying why not. */
+int uro_pcap_check(const char *pattern, char *err, size_t errlen);
 
 /* One RoCEv2 packet (its BTH to its ICRC) from src:sport to dst:4791,
  * the addresses as GIDs and sport in network order: an IPv4 packet with
