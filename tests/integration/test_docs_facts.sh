@@ -121,7 +121,7 @@ same "CTest tests (this build's conditions applied to the table)" \
 
 # 4. Commands: every command `uroce --help` lists is in the docs' list.
 usage=$(timeout $T "$UROCE" --help 2>&1)
-commands=$(printf '%s\n' "$usage" | sed -n 's/^  \([^ ]\+\).*/\1/p' | sort -u)
+commands=$(printf '%s\n' "$usage" | sed -n 's/^  \([^ ,]\+\).*/\1/p' | sort -u)
 [ -n "$commands" ] || bad "uroce --help lists no command"
 listed=$(section uroce-commands | sed -n 's/^- `\([^`]*\)`.*/\1/p')
 for c in $commands; do
