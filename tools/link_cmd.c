@@ -153,6 +153,8 @@ static int cmd_delete(int argc, char **argv)
 {
 	char path[4096], err[512];
 	struct uro_config cfg;
+	const struct uro_link *l;
+	struct uro_link gone;
 
 	if (argc != 1) {
 		fputs(link_usage, stderr);
@@ -160,13 +162,19 @@ static int cmd_delete(int argc, char **argv)
 	}
 	if (load(path, sizeof(path), &cfg))
 		return 1;
+	l = uro_config_find(&cfg, argv[0]);
+	if (!l) {
+		fprintf(stderr, "uroce: no link named '%s'\n", argv[0]);
+		return 1;
+	}
+	gone = *l;
 	if (uro_config_delete(&cfg, argv[0], err, sizeof(err))) {
 		fprintf(stderr, "uroce: %s\n", err);
 		return 1;
 	}
 	if (save(path, &cfg))
 		return 1;
-	uro_link_gone_notify(argv[0]);
+	uro_link_gone_notify(path, &gone);
 	return 0;
 }
 
@@ -177,7 +185,7 @@ static int cmd_set(int argc, char **argv)
 	struct uro_config cfg;
 	const struct uro_link *old;
 	const char *newname = NULL;
-	struct uro_link l;
+	struct uro_link l, was;
 
 	if (argc < 3) {
 		fputs(link_usage, stderr);
@@ -190,7 +198,7 @@ static int cmd_set(int argc, char **argv)
 		fprintf(stderr, "uroce: no link named '%s'\n", argv[0]);
 		return 1;
 	}
-	l = *old;
+	l = was = *old;
 	if (parse_pairs(argc - 1, argv + 1, &l, &newname))
 		return 1;
 	if (newname)
@@ -204,8 +212,11 @@ static int cmd_set(int argc, char **argv)
 	}
 	if (save(path, &cfg))
 		return 1;
-	/* The device its users opened is not the one the link now names. */
-	uro_link_gone_notify(argv[0]);
+	/* The device its users opened is not the one the link now names,
+	 * unless nothing changed. */
+	l = *uro_config_find(&cfg, l.name);
+	if (uro_link_id(path, &l) != uro_link_id(path, &was))
+		uro_link_gone_notify(path, &was);
 	return 0;
 }
 
