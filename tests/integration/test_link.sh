@@ -133,6 +133,16 @@ expect_status 0 $? "set through a relative name of the file"
 fatal_seen b2 && ok || bad "b2: not told when its file, named relative to its directory, changed its link"
 kill "${pids[@]}" 2>/dev/null
 wait "${pids[@]}" 2>/dev/null
+# `uroce stat` shows a link's own programs, not another configuration's.
+timeout $T "$UROCE" run ibv_rc_pingpong -d uroce0 -g 0 -p 18777 >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen 18777 || bad "ibv_rc_pingpong never listened"
+out=$(timeout $T "$UROCE" stat qp uroce0 2>&1)
+expect_match "$out" 'comm ibv_rc_pingpong' "stat qp lists its configuration's program"
+out=$(UROCE_CONFIG=$other timeout $T "$UROCE" stat qp uroce0 2>&1)
+if printf '%s\n' "$out" | grep -q ibv_rc_pingpong; then bad "stat qp of another configuration's uroce0 lists this one's program"; else ok; fi
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
 
 # A malformed configuration names its line, and programs see no device.
 printf 'link uroce0 netdev lo\nlink broken netdev lo colour red\n' > "$UROCE_CONFIG"
