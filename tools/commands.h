@@ -3,6 +3,7 @@
 #define URO_COMMANDS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 int uro_cmd_link(int argc, char **argv);
 int uro_cmd_run(int argc, char **argv);
@@ -26,10 +27,12 @@ static inline int uro_asks_help(int argc, char **argv)
 }
 
 /* Shared by demo: a fault spec's check (run_cmd.c); a port's counters,
- * summed over the live processes (pid 0: all) with dev open (stat_cmd.c). */
+ * summed over the live processes (pid 0: all) with the link open
+ * (stat_cmd.c): link_id's (uro_link_id), or with link_id 0, any link named
+ * dev, which only a caller that names its own pid may ask. */
 struct uro_seg_counters;
 int uro_faults_check(const char *spec, char *err, size_t len);
-void uro_stat_port(const char *dev, long pid, struct uro_seg_counters *sum);
+void uro_stat_port(const char *dev, uint64_t link_id, long pid, struct uro_seg_counters *sum);
 void uro_counters_add(struct uro_seg_counters *sum, const struct uro_seg_counters *c);
 
 #endif

@@ -377,7 +377,7 @@ static int gather_counters(struct end *e, const char *dev, int client, struct re
 {
 	struct uro_seg_counters peer;
 
-	uro_stat_port(dev, getpid(), &r->n);
+	uro_stat_port(dev, 0, getpid(), &r->n); /* our own process: its name is its link */
 	if (!client)
 		return write(e->wfd, &r->n, sizeof(r->n)) == sizeof(r->n) ? 0 : -1;
 	if (read(e->rfd, &peer, sizeof(peer)) != sizeof(peer))

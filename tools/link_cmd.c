@@ -196,21 +196,25 @@ static int cmd_delete(int argc, char **argv)
 {
 	char path[4096], err[512];
 	struct uro_config cfg;
+	const struct uro_link *l;
+	struct uro_link gone;
 
 	if (argc != 1)
 		return usage_error(delete_usage, "delete takes one NAME%s",
 				   argc ? ", not more" : "");
 	if (load(path, sizeof(path), &cfg))
 		return 1;
-	if (!uro_config_find(&cfg, argv[0]))
+	l = uro_config_find(&cfg, argv[0]);
+	if (!l)
 		return no_link(argv[0]);
+	gone = *l;
 	if (uro_config_delete(&cfg, argv[0], err, sizeof(err))) {
 		fprintf(stderr, "uroce: %s\n", err);
 		return 1;
 	}
 	if (save(path, &cfg))
 		return 1;
-	uro_link_gone_notify(argv[0]);
+	uro_link_gone_notify(path, &gone);
 	if (cfg.n == 0) {
 		char note[4300];
 
@@ -227,7 +231,7 @@ static int cmd_set(int argc, char **argv)
 	struct uro_config cfg;
 	const struct uro_link *old;
 	const char *newname = NULL;
-	struct uro_link l;
+	struct uro_link l, was;
 	int rc;
 
 	if (argc < 3)
@@ -237,7 +241,7 @@ static int cmd_set(int argc, char **argv)
 	old = uro_config_find(&cfg, argv[0]);
 	if (!old)
 		return no_link(argv[0]);
-	l = *old;
+	l = was = *old;
 	rc = parse_pairs(argc - 1, argv + 1, &l, &newname, set_usage);
 	if (rc)
 		return rc;
@@ -252,8 +256,11 @@ static int cmd_set(int argc, char **argv)
 	}
 	if (save(path, &cfg))
 		return 1;
-	/* The device its users opened is not the one the link now names. */
-	uro_link_gone_notify(argv[0]);
+	/* The device its users opened is not the one the link now names,
+	 * unless nothing changed. */
+	l = *uro_config_find(&cfg, l.name);
+	if (uro_link_id(path, &l) != uro_link_id(path, &was))
+		uro_link_gone_notify(path, &was);
 	return 0;
 }
 

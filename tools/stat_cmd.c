@@ -76,15 +76,23 @@ static int parse(int argc, char **argv, struct stat_args *a)
 	return 0;
 }
 
-/* The next live process after *slot whose record names dev (and pid),
- * attached; 0 when there is none. Another user's processes cannot be read
- * (cross-memory attach would refuse too) and are skipped. */
-static int next_owner(unsigned *slot, const char *dev, long pid, struct owner *o)
+/* Whether rec is a context on the link: the name is not enough, as a
+ * program of another configuration may have a link of that name. */
+static int on_link(const struct uro_slot_record *rec, const char *dev, uint64_t link_id)
+{
+	if (link_id)
+		return rec->link_id == link_id;
+	return !strncmp(rec->device, dev, sizeof(rec->device));
+}
+
+/* The next live process after *slot whose record is on the link (and
+ * pid), attached; 0 when there is none. Another user's processes cannot
+ * be read (cross-memory attach would refuse too) and are skipped. */
+static int next_owner(unsigned *slot, const char *dev, uint64_t link_id, long pid, struct owner *o)
 {
 	while (++*slot < URO_MAX_SLOTS) {
 		if (uro_registry_lookup(NULL, *slot, &o->rec) != 1 ||
-		    strncmp(o->rec.device, dev, sizeof(o->rec.device)) ||
-		    (pid && o->rec.pid != pid))
+		    !on_link(&o->rec, dev, link_id) || (pid && o->rec.pid != pid))
 			continue;
 		/* Zeroed: a fresh mapping, never one over a previous owner's. */
 		memset(&o->peer, 0, sizeof(o->peer));
@@ -124,23 +132,24 @@ void uro_counters_add(struct uro_seg_counters *sum, const struct uro_seg_counter
 		    uro_counter_read(c, &uro_port_counters[i]);
 }
 
-void uro_stat_port(const char *dev, long pid, struct uro_seg_counters *sum)
+void uro_stat_port(const char *dev, uint64_t link_id, long pid, struct uro_seg_counters *sum)
 {
 	struct owner o;
 	unsigned slot = 0;
 
 	memset(sum, 0, sizeof(*sum));
-	while (next_owner(&slot, dev, pid, &o)) {
+	while (next_owner(&slot, dev, link_id, pid, &o)) {
 		uro_counters_add(sum, &o.peer.hdr->counters);
 		uro_peer_detach(&o.peer);
 	}
 }
 
-static void port_stats(const struct uro_link *link, const struct stat_args *a, int first)
+static void port_stats(const struct uro_link *link, uint64_t link_id, const struct stat_args *a,
+		       int first)
 {
 	struct uro_seg_counters sum;
 
-	uro_stat_port(link->name, a->pid, &sum);
+	uro_stat_port(link->name, link_id, a->pid, &sum);
 	print_port(link->name, link->netdev, &sum, a->json, first);
 }
 
@@ -226,12 +235,12 @@ static void print_qp(const char *dev, const struct owner *o, const struct uro_se
 }
 
 /* Returns how many QPs it printed, so that JSON separates them. */
-static int qp_stats(const char *dev, const struct stat_args *a, int printed)
+static int qp_stats(const char *dev, uint64_t link_id, const struct stat_args *a, int printed)
 {
 	struct owner o;
 	unsigned slot = 0;
 
-	while (next_owner(&slot, dev, a->pid, &o)) {
+	while (next_owner(&slot, dev, link_id, a->pid, &o)) {
 		for (unsigned i = 0; i < URO_MAX_QP; i++) {
 			struct uro_seg_qp q;
 
@@ -367,13 +376,14 @@ int uro_cmd_stat(int argc, char **argv)
 		putchar('[');
 	for (int i = 0; i < cfg.n; i++) {
 		const char *dev = cfg.links[i].name;
+		uint64_t id = uro_link_id(path, &cfg.links[i]);
 
 		if (a.dev && !names(a.dev, dev))
 			continue;
 		if (a.qp)
-			printed = qp_stats(dev, &a, printed);
+			printed = qp_stats(dev, id, &a, printed);
 		else
-			port_stats(&cfg.links[i], &a, shown == 0);
+			port_stats(&cfg.links[i], id, &a, shown == 0);
 		shown++;
 	}
 	if (a.json)

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <linux/limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,22 +26,146 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+/* Appends the components of tail ("/a/b") to the directory out, "." and
+ * ".." taken as the kernel takes them in a directory that exists. */
+static int append(char *out, size_t len, const char *tail)
+{
+	while (*tail == '/') {
+		const char *name = tail + 1;
+		size_t n = strcspn(name, "/"), at = strlen(out);
+
+		tail = name + n;
+		if (n == 0 || (n == 1 && name[0] == '.'))
+			continue;
+		if (n == 2 && !strncmp(name, "..", 2)) {
+			char *up = strrchr(out, '/');
+
+			up[up == out] = '\0'; /* the root's parent is the root */
+			continue;
+		}
+		if (at > 0 && out[at - 1] == '/')
+			at--; /* the root */
+		if (snprintf(out + at, len - at, "/%.*s", (int)n, name) >= (int)(len - at))
+			return -1;
+	}
+	return 0;
+}
+
+/* Where the dangling symlink at path (absolute) points, in place: 0, or
+ * -1 when path is not a symlink. */
+static int follow(char *path, size_t len)
+{
+	char target[PATH_MAX], dir[PATH_MAX];
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+	int w;
+
+	if (n <= 0)
+		return -1;
+	target[n] = '\0';
+	if (target[0] == '/') {
+		w = snprintf(path, len, "%s", target);
+	} else {
+		snprintf(dir, sizeof(dir), "%s", path);
+		*strrchr(dir, '/') = '\0';
+		w = snprintf(path, len, "%s/%s", dir, target);
+	}
+	return w < (int)len ? 0 : -1;
+}
+
+/* path (absolute) with its symlinks, "." and ".." resolved as far as it
+ * exists; the rest, the file or directories `uroce link` will create, is
+ * appended, so that the name does not change when they appear. What cannot
+ * be resolved (a directory that may not be searched, a loop) is kept as
+ * written: loading it reports why. Iterative, with no recursion: a program
+ * may list devices on a small thread stack. */
+static int canonical(const char *path, char *out, size_t len)
+{
+	char cur[PATH_MAX], tail[PATH_MAX] = "", real[PATH_MAX];
+	const char *base = cur;
+
+	if (snprintf(cur, sizeof(cur), "%s", path) >= (int)sizeof(cur))
+		return -1;
+	for (int step = 0; step < 256; step++) {
+		char *slash = strrchr(cur, '/');
+		size_t name = strlen(slash), rest = strlen(tail);
+
+		if (realpath(cur, real)) {
+			base = real;
+			break;
+		}
+		if (errno != ENOENT)
+			break;
+		if (follow(cur, sizeof(cur)) == 0)
+			continue;
+		if (name + rest >= sizeof(tail))
+			return -1;
+		/* The last component does not exist: it goes to the tail. */
+		memmove(tail + name, tail, rest + 1);
+		memcpy(tail, slash, name);
+		slash[slash == cur] = '\0';
+	}
+	if (snprintf(out, len, "%s", base) >= (int)len)
+		return -1;
+	return append(out, len, tail);
+}
+
+/* The path is canonical: every name of one file (UROCE_CONFIG or the
+ * default path, through symlinks, relative to any directory) is one
+ * configuration, which is what a program records of the link it opened
+ * (uro_link_id), and an edit through a symlink rewrites the file it names
+ * instead of replacing the link. */
 int uro_config_path(char *buf, size_t len)
 {
 	const char *env = getenv("UROCE_CONFIG");
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
+	char given[PATH_MAX], cwd[PATH_MAX];
 	int n;
 
-	if (env && *env)
-		n = snprintf(buf, len, "%s", env);
+	if (env && *env && env[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		n = snprintf(given, sizeof(given), "%s/%s", cwd, env);
+	else if (env && *env)
+		n = snprintf(given, sizeof(given), "%s", env);
 	else if (xdg && *xdg)
-		n = snprintf(buf, len, "%s/uroce/links.conf", xdg);
+		n = snprintf(given, sizeof(given), "%s/uroce/links.conf", xdg);
 	else if (home && *home)
-		n = snprintf(buf, len, "%s/.config/uroce/links.conf", home);
+		n = snprintf(given, sizeof(given), "%s/.config/uroce/links.conf", home);
 	else
-		n = snprintf(buf, len, "/etc/uroce/links.conf");
-	return n > 0 && (size_t)n < len ? 0 : -1;
+		n = snprintf(given, sizeof(given), "/etc/uroce/links.conf");
+	if (n <= 0 || (size_t)n >= sizeof(given))
+		return -1;
+	if (given[0] != '/') /* a relative XDG_CONFIG_HOME or HOME, or no cwd */
+		return snprintf(buf, len, "%s", given) < (int)len ? 0 : -1;
+	return canonical(given, buf, len);
+}
+
+/* FNV-1a: a digest, not a defence (a user's own processes are the only
+ * ones told); a collision would tell a program of a change that was not
+ * its link's. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The definition is part of it: a program that opened the link before it
+ * was changed holds a device the file no longer describes, and one that
+ * opened it after, while the command was still telling the others, holds
+ * the new one and must not be told. */
+uint64_t uro_link_id(const char *config_path, const struct uro_link *l)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint8_t type = (uint8_t)l->type;
+
+	h = fnv1a(h, config_path, strlen(config_path) + 1);
+	h = fnv1a(h, l->name, strnlen(l->name, sizeof(l->name)) + 1);
+	h = fnv1a(h, l->netdev, strnlen(l->netdev, sizeof(l->netdev)) + 1);
+	h = fnv1a(h, &type, 1);
+	h = fnv1a(h, &l->lid, sizeof(l->lid));
+	return h ? h : 1; /* 0 is a record that names no link */
 }
 
 void uro_config_default(struct uro_config *cfg)

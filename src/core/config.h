@@ -29,8 +29,15 @@ struct uro_config {
 	int n;
 };
 
-/* UROCE_CONFIG, else $XDG_CONFIG_HOME/uroce/links.conf, else ~/.config/... */
+/* UROCE_CONFIG, else $XDG_CONFIG_HOME/uroce/links.conf, else ~/.config/...,
+ * canonical (symlinks and relative names resolved, as far as it exists). */
 int uro_config_path(char *buf, size_t len);
+
+/* What identifies a link to the programs that opened it: the canonical
+ * path of its configuration (the file, or where it would be when the
+ * embedded default stands for none) and the link's definition. Never 0.
+ * The file's inode would not do: every save replaces the file. */
+uint64_t uro_link_id(const char *config_path, const struct uro_link *l);
 
 void uro_config_default(struct uro_config *cfg);
 /* err receives "FILE:LINE: what is wrong" on failure (-1). */

@@ -2,7 +2,9 @@
  * IBV_EVENT_DEVICE_FATAL on its context's async fd, as a Soft-RoCE device's
  * users do when `rdma link delete` removes it. The command that changes the
  * configuration tells them itself, through each process's event pipe, so
- * no process has to watch the file. */
+ * no process has to watch the file. A name is not enough to find them: the
+ * same name may be a link of another configuration file, in use by
+ * programs started with another UROCE_CONFIG. */
 #include "link_gone.h"
 
 #include <string.h>
@@ -11,10 +13,11 @@
 #include "registry.h"
 #include "segment_ops.h"
 
-unsigned uro_link_gone_notify(const char *device)
+unsigned uro_link_gone_notify(const char *config_path, const struct uro_link *link)
 {
 	struct uro_slot_owner owners[URO_MAX_SLOTS];
-	unsigned told = 0, n = uro_registry_owners_of(NULL, device, owners, URO_MAX_SLOTS);
+	uint64_t id = uro_link_id(config_path, link);
+	unsigned told = 0, n = uro_registry_owners_of(NULL, id, owners, URO_MAX_SLOTS);
 
 	for (unsigned i = 0; i < n; i++) {
 		struct uro_peer p;

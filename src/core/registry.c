@@ -208,12 +208,12 @@ uint64_t uro_registry_netns(void)
 	return stat("/proc/self/ns/net", &st) ? 0 : (uint64_t)st.st_ino;
 }
 
-/* The live owners of records naming device, read in runs of records with
+/* The live owners of records naming the link, read in runs of records with
  * no allocation, each checked against its lock on the same fd: a multicast
  * sender calls this per datagram. A record is a claim, not proof: the
  * caller attaches each owner, and attaching checks it is who the kernel
  * says (peer.c). */
-unsigned uro_registry_owners_of(const char *dir, const char *device, struct uro_slot_owner *out,
+unsigned uro_registry_owners_of(const char *dir, uint64_t link_id, struct uro_slot_owner *out,
 				unsigned max)
 {
 	struct uro_slot_record recs[64];
@@ -231,8 +231,8 @@ unsigned uro_registry_owners_of(const char *dir, const char *device, struct uro_
 			struct flock fl = record_lock(F_WRLCK, first + i);
 
 			if (first + i == 0 || recs[i].magic != URO_REGISTRY_MAGIC ||
-			    strncmp(recs[i].device, device, sizeof(recs[i].device)) ||
-			    fcntl(fd, F_OFD_GETLK, &fl) || fl.l_type == F_UNLCK)
+			    recs[i].link_id != link_id || fcntl(fd, F_OFD_GETLK, &fl) ||
+			    fl.l_type == F_UNLCK)
 				continue;
 			out[n].slot = first + i;
 			out[n++].pid = recs[i].pid;

@@ -28,7 +28,10 @@ struct uro_slot_record {
 	uint64_t seg_size;
 	char device[URO_NAME_MAX];
 	uint64_t netns; /* the inode of the owner's network namespace */
-	uint8_t reserved[32];
+	/* Which link device is (uro_link_id): one name may be a link of
+	 * several configurations. 0 in a record of a version without it. */
+	uint64_t link_id;
+	uint8_t reserved[24];
 };
 
 struct uro_slot {
@@ -52,13 +55,13 @@ socklen_t uro_registry_slot_name(const char *dir, unsigned slot, struct sockaddr
 /* The inode of this process's network namespace, as records hold it. */
 uint64_t uro_registry_netns(void);
 
-/* The live processes of this user whose records name device (at most max,
- * into out), to be attached and checked by the caller. */
+/* The live processes of this user whose records name the link link_id (at
+ * most max, into out), to be attached and checked by the caller. */
 struct uro_slot_owner {
 	unsigned slot;
 	pid_t pid;
 };
-unsigned uro_registry_owners_of(const char *dir, const char *device, struct uro_slot_owner *out,
+unsigned uro_registry_owners_of(const char *dir, uint64_t link_id, struct uro_slot_owner *out,
 				unsigned max);
 
 #endif

@@ -23,6 +23,7 @@ static int publish(struct uro_context *ctx)
 	rec.seg_size = ctx->seg.size;
 	rec.netns = uro_registry_netns();
 	snprintf(rec.device, sizeof(rec.device), "%s", ctx->dev->link.name);
+	rec.link_id = ctx->dev->link_id;
 	return uro_registry_publish(&ctx->slot, &rec);
 }
 

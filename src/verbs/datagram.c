@@ -236,7 +236,8 @@ static void deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv
 
 /* A datagram to a multicast group (IBTA 10.5.2.1: DestQP 0xFFFFFF and a
  * multicast DGID) reaches every QP attached to the group in every process
- * on this device, the sender's own QP too, as without
+ * on this device (this link of this configuration, not another link of its
+ * name), the sender's own QP too, as without
  * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB. Without a multicast DGID it is
  * dropped, as a NIC's responder drops it. */
 static void multicast(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
@@ -248,7 +249,7 @@ static void multicast(struct uro_context *ctx, struct uro_qp *qp, const struct i
 
 	if (!a->is_global || !uro_gid_is_multicast(&a->grh.dgid))
 		return;
-	n = uro_registry_owners_of(NULL, ctx->dev->link.name, owners, URO_MAX_SLOTS);
+	n = uro_registry_owners_of(NULL, ctx->dev->link_id, owners, URO_MAX_SLOTS);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t qpn = owners[i].slot << URO_QPN_INDEX_BITS;
 		int err;

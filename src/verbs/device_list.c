@@ -28,12 +28,15 @@ void uro_devices_unlock(void)
 	pthread_mutex_unlock(&devices_lock);
 }
 
-static struct uro_device *device_for(const struct uro_link *link, int index)
+/* A link changed (or read from another UROCE_CONFIG) since an earlier
+ * list is another device, though its name is the same: the contexts
+ * opened on the earlier one keep it as it was. */
+static struct uro_device *device_for(const struct uro_link *link, uint64_t link_id, int index)
 {
 	struct uro_device *d;
 
 	for (d = devices; d; d = d->next)
-		if (!strcmp(d->link.name, link->name))
+		if (d->link_id == link_id && !strcmp(d->link.name, link->name))
 			break;
 	if (!d) {
 		d = calloc(1, URO_DEVICE_ALLOC);
@@ -43,6 +46,7 @@ static struct uro_device *device_for(const struct uro_link *link, int index)
 		devices = d;
 	}
 	d->link = *link;
+	d->link_id = link_id;
 	d->index = index;
 	d->ibdev.node_type = IBV_NODE_CA;
 	d->ibdev.transport_type = IBV_TRANSPORT_IB;
@@ -60,13 +64,12 @@ static struct uro_device *device_for(const struct uro_link *link, int index)
 /* A program that finds no device usually prints only its own complaint
  * ("Failed to get IB devices list"): the why is said here, with the file
  * and line to fix. An empty file is said once: a program may ask often. */
-static int load_config(struct uro_config *cfg)
+static int load_config(struct uro_config *cfg, char *path, size_t len)
 {
 	static int told_empty;
-	char path[4096];
 	char err[1024];
 
-	if (uro_config_path(path, sizeof(path))) {
+	if (uro_config_path(path, len)) {
 		uro_warn("configuration path too long (UROCE_CONFIG, XDG_CONFIG_HOME or HOME)");
 		return EINVAL;
 	}
@@ -85,7 +88,8 @@ URO_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct uro_config cfg;
 	struct ibv_device **list;
-	int err = load_config(&cfg);
+	char path[4096];
+	int err = load_config(&cfg, path, sizeof(path));
 	int n = 0;
 
 	if (num_devices)
@@ -97,7 +101,8 @@ URO_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 		return uro_fail_null(ENOMEM);
 	pthread_mutex_lock(&devices_lock);
 	for (int i = 0; i < cfg.n; i++) {
-		struct uro_device *d = device_for(&cfg.links[i], i);
+		struct uro_device *d =
+		    device_for(&cfg.links[i], uro_link_id(path, &cfg.links[i]), i);
 
 		if (d)
 			list[n++] = &d->ibdev;

@@ -24,12 +24,13 @@
 /* rdma-core keeps its provider bookkeeping right after struct ibv_device,
  * and hardware "dv" helpers (mlx5dv_is_supported, ...) read it; it must be
  * zero so that no uroce device looks like theirs. */
-#define URO_DEVICE_ALLOC 1024
+#define URO_DEVICE_ALLOC 2048
 
 struct uro_device {
 	struct ibv_device ibdev;
 	uint8_t provider_area[256];
 	struct uro_link link;
+	uint64_t link_id; /* which configuration's link it is (uro_link_id) */
 	int index;
 	struct uro_device *next;
 };

@@ -72,6 +72,78 @@ wait $w_gone $w_kept 2>/dev/null
 [ "$(LD_PRELOAD= grep -c DEVICE_FATAL "$PAIR_DIR/gone1")" = 1 ] && ok || bad "DEVICE_FATAL reported $(LD_PRELOAD= grep -c DEVICE_FATAL "$PAIR_DIR/gone1") times, not once"
 timeout $T "$UROCE" link delete kept1
 
+# A link is its configuration's: a program that opened a link of the same
+# name from another configuration file keeps its device. Each configuration
+# is named here as programs name it (UROCE_CONFIG, or the default path
+# under HOME), and a changed link tells only the programs of that file.
+watch_in() { # CONFIG DEVICE TAG [HOME]: a watcher of DEVICE, output in TAG
+	UROCE_CONFIG=$1 HOME=${4:-$HOME} XDG_CONFIG_HOME= \
+		timeout $T "$UROCE" run stdbuf -oL ibv_asyncwatch -d "$2" >"$PAIR_DIR/$3" 2>&1 &
+	for _ in $(seq 100); do
+		LD_PRELOAD= grep -q "async event FD" "$PAIR_DIR/$3" && return
+		sleep 0.05
+	done
+}
+spared() { # TAG...: none heard DEVICE_FATAL (given time to, had it been sent)
+	sleep 0.5
+	for t in "$@"; do
+		if LD_PRELOAD= grep -q DEVICE_FATAL "$PAIR_DIR/$t"; then
+			bad "$t heard DEVICE_FATAL for a link of another configuration"
+		else ok; fi
+	done
+}
+other=$PAIR_DIR/other.conf
+home=$PAIR_DIR/home
+mkdir -p "$home/.config/uroce" "$PAIR_DIR/alias"
+ln -s "$home/.config/uroce" "$PAIR_DIR/alias/dir"
+for c in "$UROCE_CONFIG" "$other"; do
+	UROCE_CONFIG=$c timeout $T "$UROCE" link add same1 netdev lo
+	UROCE_CONFIG=$c timeout $T "$UROCE" link add same2 netdev lo
+done
+pids=()
+watch_in "$UROCE_CONFIG" same1 a1; pids+=($!)
+watch_in "$other" same1 b1; pids+=($!)
+watch_in "$UROCE_CONFIG" same2 a2; pids+=($!)
+watch_in "$other" same2 b2; pids+=($!)
+watch_in "$other" uroce0 b0; pids+=($!)
+# No file at the default path: the embedded uroce0, the default's.
+watch_in "" uroce0 h0 "$home"; pids+=($!)
+timeout $T "$UROCE" link delete same1; expect_status 0 $? "delete a link another configuration has too"
+fatal_seen a1 && ok || bad "a1: no DEVICE_FATAL after its link was deleted: $(cat "$PAIR_DIR/a1")"
+timeout $T "$UROCE" link set same2 name other2; expect_status 0 $? "rename a link another configuration has too"
+fatal_seen a2 && ok || bad "a2: no DEVICE_FATAL after its link was renamed: $(cat "$PAIR_DIR/a2")"
+# The default path's file is created by the first change, and named
+# through a symlinked directory: the same file, so the same uroce0.
+UROCE_CONFIG=$PAIR_DIR/alias/dir/links.conf timeout $T "$UROCE" link add new1 netdev lo
+expect_status 0 $? "link add creates the default path's file"
+UROCE_CONFIG=$PAIR_DIR/alias/dir/links.conf timeout $T "$UROCE" link delete uroce0
+expect_status 0 $? "delete the embedded link"
+fatal_seen h0 && ok || bad "h0: no DEVICE_FATAL when the default path's uroce0 was deleted: $(cat "$PAIR_DIR/h0")"
+spared b1 b2 b0
+[ -L "$PAIR_DIR/alias/dir" ] && [ -f "$home/.config/uroce/links.conf" ] && ok || bad "the change did not go to the symlink's target"
+# The other file, named through a symlink to it, and relative to its
+# directory: its programs are told, and the symlink stays one.
+ln -s "$other" "$PAIR_DIR/other-link.conf"
+UROCE_CONFIG=$PAIR_DIR/other-link.conf timeout $T "$UROCE" link delete same1
+expect_status 0 $? "delete through a symlink to the file"
+fatal_seen b1 && ok || bad "b1: not told when its file, named through a symlink, lost its link"
+[ -L "$PAIR_DIR/other-link.conf" ] && ok || bad "an edit through a symlink replaced it with a file"
+(cd "$PAIR_DIR" && UROCE_CONFIG=other.conf timeout $T "$UROCE" link set same2 type ib)
+expect_status 0 $? "set through a relative name of the file"
+fatal_seen b2 && ok || bad "b2: not told when its file, named relative to its directory, changed its link"
+kill "${pids[@]}" 2>/dev/null
+wait "${pids[@]}" 2>/dev/null
+# `uroce stat` shows a link's own programs, not another configuration's.
+timeout $T "$UROCE" run ibv_rc_pingpong -d uroce0 -g 0 -p 18777 >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen 18777 || bad "ibv_rc_pingpong never listened"
+out=$(timeout $T "$UROCE" stat qp uroce0 2>&1)
+expect_match "$out" 'comm ibv_rc_pingpong' "stat qp lists its configuration's program"
+out=$(UROCE_CONFIG=$other timeout $T "$UROCE" stat qp uroce0 2>&1)
+if printf '%s\n' "$out" | grep -q ibv_rc_pingpong; then bad "stat qp of another configuration's uroce0 lists this one's program"; else ok; fi
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
+
 # A malformed configuration names its line, and programs see no device.
 printf 'link uroce0 netdev lo\nlink broken netdev lo colour red\n' > "$UROCE_CONFIG"
 out=$(timeout $T "$UROCE" link show 2>&1); st=$?

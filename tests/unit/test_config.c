@@ -1,6 +1,7 @@
 /* Link configuration: parsing, its errors with line numbers, add/delete
  * rules and a save/load round trip. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -122,6 +123,84 @@ static void test_path(void)
 	CHECK_STR(buf, "/cfg/uroce/links.conf");
 }
 
+static void path_of(const char *env, char *buf, size_t len)
+{
+	setenv("UROCE_CONFIG", env, 1);
+	CHECK_EQ(uro_config_path(buf, len), 0);
+	unsetenv("UROCE_CONFIG");
+}
+
+/* Every name of one file is one configuration, the file there or not yet. */
+static void test_canonical_path(void)
+{
+	char dir[] = "/tmp/uroce-canon-XXXXXX";
+	char real[4096], want[4200], got[4200], p[4200], cwd[4096];
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(realpath(dir, real) != NULL);
+	snprintf(want, sizeof(want), "%s/d/links.conf", real);
+	snprintf(p, sizeof(p), "%s/d", dir);
+	CHECK_EQ(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/alias", dir);
+	CHECK_EQ(symlink("d", p), 0);
+	snprintf(p, sizeof(p), "%s/dangling.conf", dir);
+	CHECK_EQ(symlink("d/links.conf", p), 0);
+
+	snprintf(p, sizeof(p), "%s/d/links.conf", dir); /* no file yet */
+	path_of(p, got, sizeof(got));
+	CHECK_STR(got, want);
+	snprintf(p, sizeof(p), "%s/alias/../d/./links.conf", dir);
+	path_of(p, got, sizeof(got));
+	CHECK_STR(got, want);
+	snprintf(p, sizeof(p), "%s/dangling.conf", dir); /* to the file to be */
+	path_of(p, got, sizeof(got));
+	CHECK_STR(got, want);
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+	CHECK_EQ(chdir(dir), 0);
+	path_of("alias/links.conf", got, sizeof(got));
+	CHECK_STR(got, want);
+	CHECK_EQ(chdir(cwd), 0);
+	/* A symlinked directory, then directories not made yet. */
+	snprintf(p, sizeof(p), "%s/alias/x/../y/links.conf", dir);
+	path_of(p, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s/d/y/links.conf", real);
+	CHECK_STR(got, want);
+	/* Nothing of it exists: as written, so that creating it changes nothing. */
+	snprintf(p, sizeof(p), "%s/new/sub/links.conf", dir);
+	path_of(p, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s/new/sub/links.conf", real);
+	CHECK_STR(got, want);
+
+	snprintf(p, sizeof(p), "%s/alias", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/dangling.conf", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/d", dir);
+	rmdir(p);
+	rmdir(dir);
+}
+
+/* A link is its file's and its definition's, not its name's alone. */
+static void test_link_id(void)
+{
+	struct uro_link a = {.name = "roce1", .netdev = "lo", .type = URO_LINK_ROCE};
+	struct uro_link b = a;
+	uint64_t id = uro_link_id("/a/links.conf", &a);
+
+	CHECK(id != 0);
+	CHECK_EQ(uro_link_id("/a/links.conf", &b), id);
+	CHECK(uro_link_id("/b/links.conf", &a) != id);
+	strcpy(b.netdev, "eth0");
+	CHECK(uro_link_id("/a/links.conf", &b) != id);
+	b = a;
+	strcpy(b.name, "roce2");
+	CHECK(uro_link_id("/a/links.conf", &b) != id);
+	b = a;
+	b.type = URO_LINK_IB;
+	b.lid = 1;
+	CHECK(uro_link_id("/a/links.conf", &b) != id);
+}
+
 int main(void)
 {
 	test_valid();
@@ -129,5 +208,7 @@ int main(void)
 	test_add_delete();
 	test_round_trip();
 	test_path();
+	test_canonical_path();
+	test_link_id();
 	return check_report();
 }

@@ -1012,13 +1012,33 @@ static void send_ud(struct side *S, struct ibv_ah *ah, uint32_t dest)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 }
 
+/* s on uroce0 of another configuration file: another device of that
+ * name, as a program started with another UROCE_CONFIG has. */
+static int side_open_elsewhere(struct side *s, enum ibv_qp_type type, int cqe,
+			       struct ibv_qp_cap cap)
+{
+	const char *was = getenv("UROCE_CONFIG");
+	char saved[4096];
+	int rc;
+
+	snprintf(saved, sizeof(saved), "%s", was ? was : "");
+	setenv("UROCE_CONFIG", "/nonexistent/another-uroce.conf", 1);
+	rc = side_open(s, type, cqe, cap);
+	if (was)
+		setenv("UROCE_CONFIG", saved, 1);
+	else
+		unsetenv("UROCE_CONFIG");
+	return rc;
+}
+
 /* Multicast (ibv_attach_mcast(3), IBTA 10.5.2.1): a datagram to the
- * group's GID and QPN 0xFFFFFF reaches each attached QP of each context,
- * and no other; detach and destroy follow the kernel's uverbs. */
+ * group's GID and QPN 0xFFFFFF reaches each attached QP of each context
+ * on the device, and no other (not one on a device of the same name from
+ * another configuration); detach and destroy follow the kernel's uverbs. */
 static void test_ud_multicast(void)
 {
-	struct side S, M1, M2, O;
-	struct side *all[] = {&S, &M1, &M2, &O};
+	struct side S, M1, M2, O, X;
+	struct side *all[] = {&S, &M1, &M2, &O, &X};
 	union ibv_gid group = {.raw = {[10] = 0xff, [11] = 0xff, [12] = 230, [15] = 7}};
 	union ibv_gid unicast;
 	struct ibv_ah_attr aa = {
@@ -1027,9 +1047,11 @@ static void test_ud_multicast(void)
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		memset(all[i], 0, sizeof(*all[i]));
-		CHECK_EQ(side_open(all[i], IBV_QPT_UD, 16, CAP), 0);
+		CHECK_EQ(all[i] == &X ? side_open_elsewhere(&X, IBV_QPT_UD, 16, CAP)
+				      : side_open(all[i], IBV_QPT_UD, 16, CAP),
+			 0);
 		CHECK_EQ(qp_connect(all[i]->qp, 0, 0, 0), 0);
 		CHECK_EQ(post_recv_buf(all[i], 8, all[i]->buf + 1024, 1024), 0);
 	}
@@ -1043,6 +1065,7 @@ static void test_ud_multicast(void)
 	CHECK_EQ(ibv_attach_mcast(M1.qp, &group, 0), 0);
 	CHECK_EQ(ibv_attach_mcast(M1.qp, &group, 0), 0); /* one attachment still */
 	CHECK_EQ(ibv_attach_mcast(M2.qp, &group, 0), 0);
+	CHECK_EQ(ibv_attach_mcast(X.qp, &group, 0), 0);
 
 	aa.grh.dgid = group;
 	ah = ibv_create_ah(S.pd, &aa);
@@ -1060,6 +1083,7 @@ static void test_ud_multicast(void)
 		CHECK_EQ(post_recv_buf(all[i], 8, all[i]->buf + 1024, 1024), 0);
 	}
 	CHECK_EQ(ibv_poll_cq(O.cq, 1, &wc), 0); /* not a member */
+	CHECK_EQ(ibv_poll_cq(X.cq, 1, &wc), 0); /* a member of another device */
 	CHECK_EQ(ibv_poll_cq(S.cq, 1, &wc), 0);
 
 	/* A group's QPN to a unicast GID reaches no one. */
@@ -1083,8 +1107,9 @@ static void test_ud_multicast(void)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(ibv_poll_cq(M1.cq, 1, &wc), 0);
 	CHECK_EQ(ibv_detach_mcast(M2.qp, &group, 0), 0);
+	CHECK_EQ(ibv_detach_mcast(X.qp, &group, 0), 0);
 	ibv_destroy_ah(ah);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		side_close(all[i]);
 }
 
