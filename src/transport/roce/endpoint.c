@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "address_watch.h"
 #include "device_model.h"
 #include "icrc.h"
 #include "log.h"
@@ -179,6 +180,31 @@ static int watch(int efd, int fd, uint32_t what)
 	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* The tags of the receive set's members beside the families' sockets. */
+enum { RX_RELAY = URO_WIRE_FAMILIES, RX_ADDRESSES, RX_MEMBERS };
+
+/* Family f's address was refused (still tentative, or not assigned yet
+ * though the netdev announced it): from now on the endpoint hears the
+ * kernel's address announcements and tries again on each (heal_families).
+ * Under open_lock. 0, or the errno that leaves it deaf on f. */
+static int await_address(struct uro_wire_endpoint *w, enum uro_wire_family f)
+{
+	if (w->addr_fd < 0) {
+		w->addr_fd = uro_addr_watch_open();
+		if (w->addr_fd < 0)
+			return errno;
+		if (watch(w->rx_efd, w->addr_fd, RX_ADDRESSES)) {
+			int err = errno;
+
+			close(w->addr_fd);
+			w->addr_fd = -1;
+			return err;
+		}
+	}
+	w->awaited[f] = 1;
+	return 0;
+}
+
 /* Opens family f's sockets, unless they are: 0, or an errno. */
 static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum uro_wire_family f)
 {
@@ -211,16 +237,21 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 	}
 	if (fd < 0) {
 		int err = errno;
+		int later = err == EADDRNOTAVAIL && !await_address(w, f);
 
 		pthread_mutex_unlock(&w->open_lock);
-		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s",
-			 ctx->dev->ibdev.name, strerror(err));
+		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s%s",
+			 ctx->dev->ibdev.name, strerror(err),
+			 later ? " (the address is not usable yet, as while duplicate address "
+				 "detection runs: it is bound once the kernel says it is usable)"
+			       : "");
 		socks_close(&n);
 		return err;
 	}
 	memcpy(s->tx_fd, n.tx_fd, sizeof(n.tx_fd));
 	memcpy(s->tx_port, n.tx_port, sizeof(n.tx_port));
 	s->addr = n.addr;
+	w->awaited[f] = 0;
 	/* Published last: the receivers and the progress thread look at fd. */
 	__atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&w->open_lock);
@@ -251,6 +282,8 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 		close(w->kick_fd);
 	if (w->rx_efd >= 0)
 		close(w->rx_efd);
+	if (w->addr_fd >= 0)
+		close(w->addr_fd);
 	free(w->rx);
 	free(w->burst);
 	pthread_mutex_destroy(&w->rx_lock);
@@ -269,7 +302,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 		return NULL;
 	pthread_mutex_init(&w->rx_lock, NULL);
 	pthread_mutex_init(&w->open_lock, NULL);
-	w->kick_fd = w->rx_efd = w->relay.lfd = w->relay.efd = -1;
+	w->kick_fd = w->rx_efd = w->relay.lfd = w->relay.efd = w->addr_fd = -1;
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++) {
 		w->fam[f].fd = -1;
 		for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
@@ -288,7 +321,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->rx_efd = epoll_create1(EPOLL_CLOEXEC);
 	if (w->kick_fd < 0 || w->rx_efd < 0 || uro_relay_open(&w->relay, ctx->slot.sock) ||
-	    watch(w->rx_efd, w->relay.efd, URO_WIRE_FAMILIES)) {
+	    watch(w->rx_efd, w->relay.efd, RX_RELAY)) {
 		int err = errno;
 
 		uro_warn("device %s: cannot receive RoCEv2: %s", ctx->dev->ibdev.name,
@@ -622,19 +655,49 @@ static int receive_forwarded(struct uro_context *ctx)
 	return uro_relay_receive(&w->relay, iov, 2, URO_WIRE_BATCH, take_forwarded, &f);
 }
 
+/* An address of the link's netdev became usable: the families refused
+ * before are opened now. The announcements stop being heard once none
+ * waits. */
+static void heal_families(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	int waiting = 0;
+
+	if (!uro_addr_watch_usable(w->addr_fd, w->ifindex))
+		return;
+	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
+		if (w->awaited[f] && !socks_open(ctx, w, (enum uro_wire_family)f))
+			uro_warn("device %s: now receiving RoCEv2 over IPv%c", ctx->dev->ibdev.name,
+				 f == URO_WIRE_IPV4 ? '4' : '6');
+	pthread_mutex_lock(&w->open_lock);
+	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
+		waiting |= w->awaited[f];
+	if (!waiting) {
+		epoll_ctl(w->rx_efd, EPOLL_CTL_DEL, w->addr_fd, NULL);
+		close(w->addr_fd);
+		w->addr_fd = -1;
+	}
+	pthread_mutex_unlock(&w->open_lock);
+}
+
 /* Takes a batch from each family's socket and from the relay that has
  * packets: whether one was full. An empty poll is one system call, however
  * many families are open. */
 static int receive_ready(struct uro_context *ctx)
 {
-	struct epoll_event ev[URO_WIRE_FAMILIES + 1];
-	int n = epoll_wait(ctx->wire->rx_efd, ev, URO_WIRE_FAMILIES + 1, 0), full = 0;
+	struct epoll_event ev[RX_MEMBERS];
+	int n = epoll_wait(ctx->wire->rx_efd, ev, RX_MEMBERS, 0), full = 0;
 
 	for (int i = 0; i < n; i++) {
 		uint32_t what = ev[i].data.u32;
-		int got = what == URO_WIRE_FAMILIES ? receive_forwarded(ctx)
-						    : receive_udp(ctx, (enum uro_wire_family)what);
+		int got = 0;
 
+		if (what == RX_RELAY)
+			got = receive_forwarded(ctx);
+		else if (what == RX_ADDRESSES)
+			heal_families(ctx);
+		else
+			got = receive_udp(ctx, (enum uro_wire_family)what);
 		full |= got == URO_WIRE_BATCH;
 	}
 	return full;

@@ -87,6 +87,11 @@ struct uro_wire_endpoint {
 	/* epoll over the families' open sockets and the relay: what has
 	 * packets, in one call however many are open. */
 	int rx_efd;
+	/* The families whose socket the kernel refused for an address not
+	 * yet usable, and the address announcements that open them then
+	 * (address_watch.h; -1 while none waits). Under open_lock. */
+	uint8_t awaited[URO_WIRE_FAMILIES];
+	int addr_fd;
 	pthread_mutex_t rx_lock; /* one receiver at a time: the responders' state */
 	uint8_t (*rx)[URO_WIRE_BUF];
 	uint8_t (
