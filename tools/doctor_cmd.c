@@ -155,7 +155,7 @@ static void check_attach(struct report *rep)
 		SET(r, state, "%s", d.why);
 		return;
 	}
-	SET(r, state, "refused (%s): %s", strerror(f.err), d.why);
+	SET(r, state, "refused (%s): %s", strerrorname_np(f.err), d.why);
 	SET(r, consequence,
 	    "programs on this host cannot reach each other: every connection "
 	    "between two of them ends in 'transport retry counter exceeded'");

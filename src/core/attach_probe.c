@@ -131,9 +131,8 @@ static enum uro_attach_cause refused(const struct uro_attach_facts *f, struct ur
 			     "in a container: --cap-add SYS_PTRACE (Docker's default profile then "
 			     "allows it) or a seccomp profile that allows process_vm_readv and "
 			     "process_vm_writev",
-			     "a seccomp filter refuses process_vm_readv/writev (%s), even "
-			     "towards this process itself: a container's profile",
-			     strerror(f->self_err));
+			     "a seccomp filter refuses process_vm_readv/writev, even towards "
+			     "this process itself: a container's profile");
 		return URO_ATTACH_SECCOMP;
 	}
 	if (f->self_err) {
@@ -181,7 +180,7 @@ enum uro_attach_cause uro_attach_diagnose(const struct uro_attach_facts *f, stru
 			return URO_ATTACH_SECCOMP;
 		}
 		uro_diagnose(d, "a kernel built with CONFIG_CROSS_MEMORY_ATTACH",
-			     "this kernel has no cross-memory attach (ENOSYS)");
+			     "this kernel was built without CONFIG_CROSS_MEMORY_ATTACH (ENOSYS)");
 		return URO_ATTACH_NO_SYSCALL;
 	case EPERM:
 	case EACCES:
