@@ -9,6 +9,7 @@ int uro_cmd_link(int argc, char **argv);
 int uro_cmd_run(int argc, char **argv);
 int uro_cmd_demo(int argc, char **argv);
 int uro_cmd_stat(int argc, char **argv);
+int uro_cmd_doctor(int argc, char **argv);
 
 int uro_is_help(const char *arg);
 

@@ -18,6 +18,7 @@ static const char usage[] =
     "  stat [DEV[/PORT]] [--pid PID] [--json]   a port's counters, as 'rdma statistic show'\n"
     "  stat qp [DEV] [--pid PID] [--json]       QPs with their state, PSNs and counters\n"
     "  version, --version                       uroce's version\n"
+    "  doctor [--json]                          what this host gives uroce, and why\n"
     "\n"
     "Devices live in $UROCE_CONFIG (default ~/.config/uroce/links.conf); with no\n"
     "file there is one device, uroce0 on lo. 'uroce COMMAND --help' for more.\n";
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
 		return uro_cmd_demo(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "stat"))
 		return uro_cmd_stat(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "doctor"))
+		return uro_cmd_doctor(argc - 2, argv + 2);
 	fprintf(stderr, "uroce: unknown command '%s'\n\n%s", argv[1], usage);
 	return 2;
 }

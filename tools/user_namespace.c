@@ -27,22 +27,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "own_userns.h"
 #include "registry.h"
 
 #define HOLDER_NAME	"uroce-userns"
 #define HOLDER_CHECK_US 2000000 /* how often the holder looks for members */
-
-static int write_text(const char *file, const char *text)
-{
-	int fd = open(file, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, text, strlen(text));
-	close(fd);
-	return n == (ssize_t)strlen(text) ? 0 : -1;
-}
 
 static int read_text(const char *file, char *buf, size_t len)
 {
@@ -57,19 +46,6 @@ static int read_text(const char *file, char *buf, size_t len)
 		return -1;
 	buf[n] = '\0';
 	return 0;
-}
-
-/* user_namespaces(7): an unprivileged process may map its own ids, once
- * setgroups is denied. */
-static int map_self(uid_t uid, gid_t gid)
-{
-	char map[64];
-
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-	if (write_text("/proc/self/uid_map", map) || write_text("/proc/self/setgroups", "deny\n"))
-		return -1;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-	return write_text("/proc/self/gid_map", map);
 }
 
 /* "uid uid 1" as /proc/PID/uid_map prints it, whatever the spacing. */
@@ -192,16 +168,16 @@ static pid_t spawn_holder(const char *record)
 	if (child == 0) {
 		pid_t g;
 
+		const char *step;
+
 		close(p[0]);
-		if (setsid() < 0 || unshare(CLONE_NEWUSER))
+		if (setsid() < 0 || uro_userns_unshare_own(uid, gid, &step))
 			_exit(1);
 		g = fork();
 		if (g < 0)
 			_exit(1);
 		if (g > 0)
 			_exit(write(p[1], &g, sizeof(g)) == sizeof(g) ? 0 : 1);
-		if (map_self(uid, gid))
-			_exit(1);
 		hold(record, p[1]);
 	}
 	close(p[1]);
@@ -250,6 +226,28 @@ static int join(pid_t holder)
 	return rc;
 }
 
+/* Why the holder could not be started, asked again of a child that tries
+ * the same steps, as `uroce doctor` asks it. */
+static void no_userns(pid_t holder, char *err, size_t len)
+{
+	struct uro_userns_facts f;
+	struct uro_diagnosis d;
+	int saved = errno;
+
+	if (holder > 0) {
+		snprintf(err, len, "cannot record the user namespace's holder: %s",
+			 strerror(saved));
+		return;
+	}
+	uro_userns_probe(&f);
+	if (f.way != URO_VIEW_NONE) {
+		snprintf(err, len, "no unprivileged user namespaces here: %s", strerror(saved));
+		return;
+	}
+	uro_userns_diagnose(&f, &d);
+	snprintf(err, len, "no unprivileged user namespaces here: %s; %s", d.why, d.remedy);
+}
+
 int uro_userns_join(char *err, size_t len)
 {
 	char path[256], text[32] = "";
@@ -269,8 +267,7 @@ int uro_userns_join(char *err, size_t len)
 		holder = spawn_holder(path);
 		n = holder > 0 ? snprintf(text, sizeof(text), "%d\n", (int)holder) : 0;
 		if (holder <= 0 || ftruncate(fd, 0) || pwrite(fd, text, (size_t)n, 0) != n) {
-			snprintf(err, len, "no unprivileged user namespaces here: %s",
-				 strerror(errno));
+			no_userns(holder, err, len);
 			close(fd);
 			return -1;
 		}

@@ -16,8 +16,9 @@
 struct uro_peer {
 	unsigned slot;
 	pid_t pid;
-	int self; /* the context's own segment: nothing to unmap */
-	int dead; /* the process is gone: every request to it fails */
+	int self;	 /* the context's own segment: nothing to unmap */
+	int dead;	 /* the process is gone: every request to it fails */
+	int attach_told; /* the kernel's refusal to attach to it was explained */
 	/* The owner's process as the kernel knows it (pidfd_open(2)), or -1:
 	 * readable once it has exited. Looked at once per URO_PEER_ALIVE_NS,
 	 * not per request (uro_peer_alive). */

@@ -2,6 +2,9 @@
 
 #include <errno.h>
 
+#include "attach_probe.h"
+#include "log.h"
+
 /* The part [off, off+len) of an iovec list, as a list of its own. */
 int uro_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out)
 {
@@ -21,6 +24,23 @@ int uro_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, str
 		k++;
 	}
 	return k;
+}
+
+/* A refused attach looks like a peer that never answers: its requests end
+ * in a retry error. Why the kernel refuses is said once per peer, in the
+ * words `uroce doctor` uses. */
+static void tell_refused(struct uro_peer *p, int err)
+{
+	struct uro_attach_facts f;
+	struct uro_diagnosis d;
+
+	if (__atomic_exchange_n(&p->attach_told, 1, __ATOMIC_RELAXED))
+		return;
+	uro_attach_facts(err, p->pid, &f);
+	uro_attach_diagnose(&f, &d);
+	uro_warn("the kernel refuses cross-memory attach to pid %d: %s; %s", (int)p->pid, d.why,
+		 d.remedy);
+	errno = err;
 }
 
 int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
@@ -43,6 +63,8 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 			continue;
 		if (got < 0 && errno == ESRCH)
 			p->dead = 1;
+		if (got < 0 && (errno == EPERM || errno == EACCES))
+			tell_refused(p, errno);
 		return got < 0 ? errno : EFAULT;
 	}
 	return 0;

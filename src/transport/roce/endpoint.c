@@ -32,9 +32,9 @@
 #include "device_model.h"
 #include "icrc.h"
 #include "log.h"
+#include "port_probe.h"
+#include "socket_buffer.h"
 #include "wire.h"
-
-#define URO_WIRE_SOCKBUF (4 << 20)
 
 /* What a forwarded datagram carries in front of the packet: its
  * addresses as GIDs (IPv4-mapped for IPv4) and its UDP source port. */
@@ -110,23 +110,39 @@ static int bound_socket(enum uro_wire_family f, const union ibv_gid *gid, uint16
 			unsigned ifindex)
 {
 	struct uro_wire_dest a;
-	int fd = socket(af_of[f], SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+	int fd = socket(af_of[f], SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
 	dest_of(gid, port, ifindex, &a);
 	if (no_fragments(fd, f) ||
-	    (port && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) ||
-	    bind(fd, &a.sa.sa, a.len)) {
+	    (port ? uro_port_bind_shared(fd, &a.sa.sa, a.len) : bind(fd, &a.sa.sa, a.len))) {
 		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
+/* A receive buffer smaller than one window loses packets of every long
+ * message: said once, with the limit that made it so. */
+static void small_buffer(int got)
+{
+	static int told;
+	struct uro_sockbuf_limits l;
+
+	if (got < 0 || uro_sockbuf_enough(got) || __atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+		return;
+	uro_sockbuf_limits(&l);
+	uro_warn("the kernel gives a RoCEv2 socket %d KiB of receive buffer, less than the %d KiB "
+		 "a %u KiB window needs (net.core.rmem_max is %ld): long messages will be lost "
+		 "and sent again; as root: sysctl net.core.rmem_max=%d",
+		 got >> 10, URO_WIRE_RCVBUF_NEED >> 10, URO_WIRE_WINDOW_BYTES >> 10, l.rmem_max,
+		 URO_WIRE_RCVBUF_WANT);
+}
+
 static int udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex)
 {
-	int one = 1, buf = URO_WIRE_SOCKBUF;
+	int one = 1;
 	int fd = bound_socket(f, gid, htons(URO_ROCE_PORT), ifindex);
 
 	/* The address a packet came to: the ICRC covers it. */
@@ -136,9 +152,8 @@ static int udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned
 		close(fd);
 		return -1;
 	}
-	/* As large as allowed: root may pass net.core.rmem_max, others not. */
-	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)))
-		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (fd >= 0)
+		small_buffer(uro_sockbuf_grow_rcv(fd, URO_WIRE_RCVBUF_WANT));
 	return fd;
 }
 
@@ -238,13 +253,20 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 	if (fd < 0) {
 		int err = errno;
 		int later = err == EADDRNOTAVAIL && !await_address(w, f);
+		struct uro_diagnosis d;
 
 		pthread_mutex_unlock(&w->open_lock);
-		uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s%s",
-			 ctx->dev->ibdev.name, strerror(err),
-			 later ? " (the address is not usable yet, as while duplicate address "
-				 "detection runs: it is bound once the kernel says it is usable)"
-			       : "");
+		if (later) {
+			uro_warn(
+			    "device %s: cannot receive RoCEv2 over IPv%c yet: %s (while duplicate "
+			    "address detection runs, an address is tentative); it is bound once "
+			    "the kernel says the address is usable",
+			    ctx->dev->ibdev.name, f == URO_WIRE_IPV4 ? '4' : '6', strerror(err));
+		} else {
+			uro_port_explain(URO_ROCE_PORT, err, &d);
+			uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s%s%s",
+				 ctx->dev->ibdev.name, d.why, *d.remedy ? "; " : "", d.remedy);
+		}
 		socks_close(&n);
 		return err;
 	}

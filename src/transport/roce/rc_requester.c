@@ -13,14 +13,14 @@
 #include "opcode.h"
 #include "port_counters.h"
 #include "remote_copy.h"
+#include "socket_buffer.h"
 #include "wire.h"
 
 #define RNR_FOREVER 7
 /* Bytes in flight unacknowledged: what the peer's socket buffer takes
- * (an unprivileged process cannot raise it past net.core.rmem_max, 208 KiB
- * by default, and a packet costs about twice its size there). A long
- * message asks for an ACK every half window, so that it keeps flowing. */
-#define WINDOW_BYTES (48u << 10)
+ * (socket_buffer.h). A long message asks for an ACK every half window, so
+ * that it keeps flowing. */
+#define WINDOW_BYTES URO_WIRE_WINDOW_BYTES
 
 static uint32_t window(const struct uro_qp *qp)
 {
