@@ -1,6 +1,6 @@
 /* CM messages over TCP: one fixed-size record each (docs/architecture.md,
- * Connection management: librdmacm over TCP). A message from the network is
- * checked, never trusted. */
+ * Connection management). A message from the network is checked, never
+ * trusted. */
 #include <string.h>
 #include <sys/socket.h>
 
