@@ -1,8 +1,8 @@
-/* The ICRC's CRC-32 from two well-kept libraries, side by side (issue 10:
- * "measure and pick"): zlib's crc32 and ISA-L's crc32_gzip_refl, the same
+/* The ICRC's CRC-32 from two well-kept libraries, side by side, to measure
+ * before picking one: zlib's crc32 and ISA-L's crc32_gzip_refl, the same
  * function (reflected IEEE 802.3, all-ones initial value and final XOR).
- * Prints the time per call at the sizes a RoCEv2 packet has, after
- * checking that both give the same CRC. */
+ * Prints the time per call at the sizes a RoCEv2 packet has, after checking
+ * that both give the same CRC. */
 #include <isa-l/crc.h>
 #include <stdint.h>
 #include <stdio.h>

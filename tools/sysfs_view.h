@@ -1,6 +1,6 @@
-/* uroce run's device view (issue 11 item 1): the sysfs files and device
- * nodes a Soft-RoCE device has, shown for uroce's links in a private mount
- * namespace of the program. */
+/* uroce run's device view (what UCX and other stacks look for): the sysfs
+ * files and device nodes a Soft-RoCE device has, shown for uroce's links in
+ * a private mount namespace of the program. */
 #ifndef URO_SYSFS_VIEW_H
 #define URO_SYSFS_VIEW_H
 

@@ -1,5 +1,6 @@
 /* A soft HCA modelled on a link and its netdev: what ibv_query_device,
- * ibv_query_port and the GID queries report (design.md decision 2). */
+ * ibv_query_port and the GID queries report (docs/design.md, A device is a
+ * soft RoCE HCA bound to a netdev). */
 #ifndef URO_DEVICE_MODEL_H
 #define URO_DEVICE_MODEL_H
 

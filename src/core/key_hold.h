@@ -1,13 +1,13 @@
 /* An initiator's hold on the key-table entries it moves bytes through, so
  * that the owner's ibv_dereg_mr(3), ibv_rereg_mr(3), ibv_dealloc_mw(3), a
  * rebind or an invalidation returns only once no copy through the old key
- * can still touch the memory (issue 9 item 4; ibv_dereg_mr(3): the region
- * is no longer accessible once it returns). The owner makes the entry
- * unreachable, then waits for its holders; a holder checks the key after
- * taking its hold and again between chunks of a long copy, so it lets go
- * within one chunk. A hold is counted in a lane of the entry under the
- * holder's pid, so that one that dies mid-copy is told from one still
- * copying: dereg never waits on the dead. */
+ * can still touch the memory (ibv_dereg_mr(3): the region is no longer
+ * accessible once it returns). The owner makes the entry unreachable, then
+ * waits for its holders; a holder checks the key after taking its hold and
+ * again between chunks of a long copy, so it lets go within one chunk. A
+ * hold is counted in a lane of the entry under the holder's pid, so that
+ * one that dies mid-copy is told from one still copying: dereg never waits
+ * on the dead. */
 #ifndef URO_KEY_HOLD_H
 #define URO_KEY_HOLD_H
 

@@ -1,6 +1,7 @@
 /* Another process's segment, mapped so that this process can act on its
- * objects as its NIC would (design.md decision 4). A context's own segment
- * is a peer too, so loopback takes the same path. */
+ * objects as its NIC would (docs/design.md, Intra-host: the initiator is
+ * the NIC). A context's own segment is a peer too, so loopback takes the
+ * same path. */
 #ifndef URO_PEER_H
 #define URO_PEER_H
 
@@ -72,8 +73,9 @@ int uro_peer_pipe(struct uro_peer *p, int remote_fd, uint64_t ino);
 uint64_t uro_fd_ino(int fd);
 
 /* Every index and offset read from a segment is checked before use: the
- * owner's process wrote it, and nothing it writes may make this one read
- * or write outside the mapping (design.md 3). */
+ * owner's process wrote it, and nothing it writes may make this one read or
+ * write outside the mapping (docs/design.md, A process is a function of the
+ * device: its trust model). */
 
 /* [off, off+len) of the segment's arena, or NULL. */
 static inline void *uro_peer_range(const struct uro_peer *p, uint64_t off, uint64_t len)

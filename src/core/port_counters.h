@@ -1,7 +1,7 @@
 /* The names `uroce stat` gives the counters a port keeps in its owner's
  * segment (struct uro_seg_counters): Soft-RoCE's hw counters first, under
  * the names `rdma statistic show` prints for an rxe device, then uroce's
- * own (issue 12). */
+ * own (uroce stat). */
 #ifndef URO_PORT_COUNTERS_H
 #define URO_PORT_COUNTERS_H
 

@@ -1,4 +1,5 @@
-/* The host's registry of uroce processes (design.md decision 3).
+/* The host's registry of uroce processes (docs/design.md, A process is a
+ * function of the device).
  *
  * A slot is held by two things the kernel keeps and drops when its holder
  * dies: a unix socket bound to the slot's abstract name, which makes it

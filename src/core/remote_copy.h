@@ -1,8 +1,8 @@
 /* Moving a request's bytes between this process and a peer with
- * cross-memory attach (design.md decision 4), in chunks: between two, the
- * keys the copy goes through are checked again, so that an owner who
- * deregisters or invalidates one waits for one chunk, not for the whole
- * transfer (key_hold.h). */
+ * cross-memory attach (docs/design.md, Intra-host: the initiator is the
+ * NIC), in chunks: between two, the keys the copy goes through are checked
+ * again, so that an owner who deregisters or invalidates one waits for one
+ * chunk, not for the whole transfer (key_hold.h). */
 #ifndef URO_REMOTE_COPY_H
 #define URO_REMOTE_COPY_H
 

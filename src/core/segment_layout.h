@@ -1,7 +1,8 @@
-/* The per-process shared-memory segment (design.md decision 3): what a
- * remote initiator reads to act on this process's objects. Only the owner
- * writes the tables; peers map the segment and read them. Everything here is
- * fixed-size and position-independent (offsets, never pointers). */
+/* The per-process shared-memory segment (docs/design.md, A process is a
+ * function of the device): what a remote initiator reads to act on this
+ * process's objects. Only the owner writes the tables; peers map the
+ * segment and read them. Everything here is fixed-size and
+ * position-independent (offsets, never pointers). */
 #ifndef URO_SEGMENT_LAYOUT_H
 #define URO_SEGMENT_LAYOUT_H
 

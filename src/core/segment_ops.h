@@ -1,7 +1,7 @@
-/* What the soft HCA does to a process's published objects: check keys,
- * take a receive, deliver a completion and wake the CQ's channel, raise an
- * async event, move a QP to the error state. The process may be this one
- * or a peer (design.md decision 4: the initiator is the NIC). */
+/* What the soft HCA does to a process's published objects: check keys, take
+ * a receive, deliver a completion and wake the CQ's channel, raise an async
+ * event, move a QP to the error state. The process may be this one or a
+ * peer (docs/design.md, Intra-host: the initiator is the NIC). */
 #ifndef URO_SEGMENT_OPS_H
 #define URO_SEGMENT_OPS_H
 

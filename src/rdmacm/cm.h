@@ -1,5 +1,5 @@
 /* librdmacm's objects: connection identifiers, event channels, and the CM
- * protocol they speak over TCP (design.md decision 7). */
+ * protocol they speak over TCP (docs/design.md, Connection management). */
 #ifndef URO_CM_H
 #define URO_CM_H
 

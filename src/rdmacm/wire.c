@@ -1,5 +1,6 @@
-/* CM messages over TCP: one fixed-size record each (design.md 7). A
- * message from the network is checked, never trusted. */
+/* CM messages over TCP: one fixed-size record each (docs/architecture.md,
+ * Connection management). A message from the network is checked, never
+ * trusted. */
 #include <string.h>
 #include <sys/socket.h>
 

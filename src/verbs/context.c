@@ -1,5 +1,6 @@
 /* ibv_open_device(3) / ibv_close_device(3): a context is one registry slot
- * and one published segment (design.md decision 3). */
+ * and one published segment (docs/design.md, A process is a function of the
+ * device). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * whose prototypes live in rdma-core 44's driver.h and marshall.h, which
  * Debian does not install. They are declared here exactly as rdma-core
  * declares them, and every file that defines one includes this header, so
- * the compiler holds each definition to the ABI programs were built
- * against (issue 11 item 2: a wrong ibv_get_sysfs_path crashed Open MPI). */
+ * the compiler holds each definition to the ABI programs were built against
+ * (a wrong ibv_get_sysfs_path once crashed Open MPI). */
 #ifndef URO_DRIVER_ABI_H
 #define URO_DRIVER_ABI_H
 

@@ -1,14 +1,14 @@
 /* Sharing objects between contexts: ibv_import_device(3), ibv_import_pd(3),
  * ibv_import_mr(3). A context's command fd names its published segment, so
  * a dup of it finds the context again in this process, and an imported
- * context works on the same state (to_uctx). An import from another
- * process would have to write tables only their owner writes (design.md
- * decision 3), so it is refused with EOPNOTSUPP. Imported PDs and MRs are
- * handles on the original objects: a PD is its handle wherever keys and
- * QPs are checked, so the copies protect the same memory, and objects made
- * on an imported PD count on the original (to_upd), which cannot go before
- * them. An import's ibv_dealloc_pd or ibv_dereg_mr only unimports it; the
- * original goes with its own. */
+ * context works on the same state (to_uctx). An import from another process
+ * would have to write tables only their owner writes (docs/design.md, A
+ * process is a function of the device), so it is refused with EOPNOTSUPP.
+ * Imported PDs and MRs are handles on the original objects: a PD is its
+ * handle wherever keys and QPs are checked, so the copies protect the same
+ * memory, and objects made on an imported PD count on the original
+ * (to_upd), which cannot go before them. An import's ibv_dealloc_pd or
+ * ibv_dereg_mr only unimports it; the original goes with its own. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,8 @@
  * With a QP on the wire it starts at once and plays the responder too: it
  * sleeps in ppoll on the endpoint's sockets and its kick eventfd, so that
  * READ, WRITE and atomic targets are served and retransmit timers fire
- * while the program does something else (design.md decision 5). */
+ * while the program does something else (docs/design.md, Inter-host: RoCEv2
+ * on the wire). */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>

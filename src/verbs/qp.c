@@ -374,10 +374,11 @@ static void reset_queues(struct uro_qp *qp)
 }
 
 /* A connected QP's peer must be one cross-memory attach can reach: another
- * user's process is refused now, not at the first send (design.md 4). The
- * slot's owner is looked up afresh: a process that left without closing
- * may have been cached, and its successor in the slot can have a QP of
- * the same number (test_liveness, test_successor_of_vanished_peer). */
+ * user's process is refused now, not at the first send (docs/design.md,
+ * Intra-host: the initiator is the NIC). The slot's owner is looked up
+ * afresh: a process that left without closing may have been cached, and its
+ * successor in the slot can have a QP of the same number (test_liveness,
+ * test_successor_of_vanished_peer). */
 static int peer_check(struct uro_context *ctx, struct ibv_qp *qp, const struct ibv_qp_attr *a,
 		      int mask)
 {

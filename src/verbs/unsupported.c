@@ -1,6 +1,7 @@
 /* Public verbs that uroce does not implement yet. Each fails with the errno
- * rdma-core returns when a device lacks the feature (design.md 6); the
- * README and the device capabilities say the same. */
+ * rdma-core returns when a device lacks the feature (docs/design.md, The
+ * specification's semantics); the README and the device capabilities say
+ * the same. */
 #include <errno.h>
 
 #include "objects.h"

@@ -26,7 +26,7 @@ expect_match "$report" '^\| uncounted \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what th
 expect_match "$report" '^\| traced \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what tracing costs"
 expect_match "$report" '^\| 2 B \| [0-9.]+ \| [0-9.e-]+ \(×[0-9.]+\) \| [0-9.e-]+ \(×' "uroce beside its baselines, with ratios"
 # Two hosts over a veth (root: CI), every cell of both MTUs a figure, and
-# issue 10's three targets judged.
+# the three targets between hosts judged.
 if [ "$(id -u)" -eq 0 ]; then
 	for m in 1500 9000; do
 		expect_match "$report" "^\| $m( \| [0-9.e+-]+ / [0-9.e+-]+){8} \|$" "the veth at MTU $m: uroce and TCP"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# libfabric (Debian's libfabric-bin), unmodified, on a uroce link (issue 11):
-# fi_info lists the link's MSG, DGRAM and RDM domains, and fi_pingpong
-# passes over the verbs MSG endpoint (RC through rdma_cm) and over
-# verbs;ofi_rxm. libfabric's verbs provider takes no device on a loopback
-# interface, so the link is bound to a veth in a network namespace this test
-# creates and removes (198.18.0.0/15, the benchmarking range).
+# libfabric (Debian's libfabric-bin), unmodified, on a uroce link: fi_info
+# lists the link's MSG, DGRAM and RDM domains, and fi_pingpong passes over
+# the verbs MSG endpoint (RC through rdma_cm) and over verbs;ofi_rxm.
+# libfabric's verbs provider takes no device on a loopback interface, so the
+# link is bound to a veth in a network namespace this test creates and
+# removes (198.18.0.0/15, the benchmarking range).
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v fi_pingpong >/dev/null; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Open MPI (Debian's openmpi-bin), unmodified, on uroce0 (issue 11): a
-# 2-rank ping-pong that checks every byte, with pml ucx over UCX's verbs
-# transports, UCX's own log showing rc_verbs on uroce0 in use.
+# Open MPI (Debian's openmpi-bin), unmodified, on uroce0: a 2-rank ping-pong
+# that checks every byte, with pml ucx over UCX's verbs transports, UCX's
+# own log showing rc_verbs on uroce0 in use.
 . "$(dirname "$0")/lib.sh" 120
 
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # rdma-core's own test suite (Debian's python3-pyverbs), unmodified, on
-# uroce0: no test may fail or error, and the tests that pass today must
-# keep passing. The skips are printed with their reasons: most are tests
-# for mlx5 or EFA hardware, which a Soft-RoCE device skips too; the others
-# are features still to come (issue 11).
+# uroce0: no test may fail or error, and the tests that pass today must keep
+# passing. The skips are printed with their reasons: most are tests for mlx5
+# or EFA hardware, which a Soft-RoCE device skips too; the others are
+# features still to come.
 . "$(dirname "$0")/lib.sh" 600
 src=/usr/share/doc/rdma-core/tests
 if [ ! -f "$src/run_tests.py" ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# rsockets (issue 11 item 15): Debian's rstream, riostream and rcopy,
-# unmodified, between two processes under `uroce run`, every byte they
-# check checked, and udpong (datagram rsockets over UD).
+# rsockets: Debian's rstream, riostream and rcopy, unmodified, between two
+# processes under `uroce run`, every byte they check checked, and udpong
+# (datagram rsockets over UD).
 . "$(dirname "$0")/lib.sh" 60
 port=$((18000 + ($$ % 500)))
 

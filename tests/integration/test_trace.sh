@@ -77,8 +77,8 @@ out=$(decode "$dir/snap.pcap" | "$here/trace_check.py" sends "$(side_field "$dir
 expect_status 0 $? "a snapped trace still holds the SENDs as posted ($out)"
 expect_match "$("$here/icrc_check.py" "$dir/snap.pcap")" ', 0 mismatched' "a snapped packet's ICRC is its own"
 
-# A QP's packets keep one UDP source port, and QPs spread over several
-# (roce-wire.md: flow entropy): 16 QPs a side, every packet to one QP from
+# A QP's packets keep one UDP source port, and QPs spread over several (the
+# source port is flow entropy): 16 QPs a side, every packet to one QP from
 # one port.
 port=$((port + 1))
 run_pair "16 QPs, traced" $port "--pcap $dir/q16.pcap ibv_srq_pingpong -g 0 -c -q 16 -n 50 -p $port" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# UCX (Debian's ucx-utils), unmodified, on uroce0 (issue 11): ucx_info
-# finds the device's verbs transports, and ucx_perftest passes over them,
-# with no UCX variable but the choice of transports.
+# UCX (Debian's ucx-utils), unmodified, on uroce0: ucx_info finds the
+# device's verbs transports, and ucx_perftest passes over them, with no UCX
+# variable but the choice of transports.
 . "$(dirname "$0")/lib.sh"
 
 command -v ucx_perftest >/dev/null || { bad "ucx-utils is not installed (scripts/install-deps)"; finish; exit; }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# uroce run's device view (issue 11 item 1): a program sees uroce's links in
+# uroce run's device view: a program sees uroce's links in
 # /sys/class/infiniband, /sys/class/infiniband_verbs and /dev/infiniband as
-# a Soft-RoCE device's, the host sees nothing change, and programs inside and
-# outside the view still reach each other.
+# a Soft-RoCE device's, the host sees nothing change, and programs inside
+# and outside the view still reach each other.
 . "$(dirname "$0")/lib.sh"
 
 inside() { timeout $T "$UROCE" run sh -c "$1" 2>&1; }

@@ -184,13 +184,13 @@ expect_match "$icrc" ', 0 mismatched' "scapy recomputes the ICRCs"
 expect_match "$icrc" '; [1-9][0-9]* over IPv6' "ICRCs over IPv6 recomputed too"
 echo "$icrc"
 
-# The link goes down under a running pingpong (issue 10): an outage
-# shorter than the retries (ibv_rc_pingpong's: 8 x 67 ms) is ridden out;
-# a longer one ends each side with a SEND in flight in
-# IBV_WC_RETRY_EXC_ERR, as a NIC's would, within a second or so. The other
-# side then waits for a message that never comes, as on a NIC; its
-# timeout stops it. outage SECONDS: a's veth down for SECONDS, a second into a
-# 40,000-iteration pingpong; the sides' output in $dir/out.srv, out.cli.
+# The link goes down under a running pingpong: an outage shorter than the
+# retries (ibv_rc_pingpong's: 8 x 67 ms) is ridden out; a longer one ends
+# each side with a SEND in flight in IBV_WC_RETRY_EXC_ERR, as a NIC's would,
+# within a second or so. The other side then waits for a message that never
+# comes, as on a NIC; its timeout stops it. outage SECONDS: a's veth down
+# for SECONDS, a second into a 40,000-iteration pingpong; the sides' output
+# in $dir/out.srv, out.cli.
 outage() {
 	local srv cli t0 e first=
 	port=$((port + 1))
@@ -264,14 +264,14 @@ nak_run() { # COPIES NAKS
 nak_run 1 8
 nak_run 2 16
 
-# Every RC operation exactly once between the two "hosts" under the
-# issue's faults (issue 12 scope 3 on the wire between namespaces, path
-# MTU 1024): the stress program, a process in each namespace, every byte
-# checked, every atomic counted; then clean, more of them. Before a
-# message resumed from its first missing packet, a 64 KiB READ here was
-# asked again until its 48-packet window came whole, and 1,000 operations
-# did not end in 150 s; now 7 s. The seed's stream loses at most four
-# packets in a row (test_stress.c MAX_LOSS_RUN).
+# Every RC operation exactly once between the two "hosts" under the faults
+# of verbs_stress_faults (on the wire between namespaces, path MTU 1024):
+# the stress program, a process in each namespace, every byte checked, every
+# atomic counted; then clean, more of them. Before a message resumed from
+# its first missing packet, a 64 KiB READ here was asked again until its
+# 48-packet window came whole, and 1,000 operations did not end in 150 s;
+# now 7 s. The seed's stream loses at most four packets in a row
+# (test_stress.c MAX_LOSS_RUN).
 stress_ns() { # FAULTS OPS
 	local faults=()
 	[ -z "$1" ] || faults=("UROCE_FAULTS=$1" PAIR_TIMEOUT=13)

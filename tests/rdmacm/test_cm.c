@@ -338,11 +338,10 @@ static int raw_next(int s, int ms)
 	return m.type;
 }
 
-/* Issue 9 item 19: a REQ whose fields no CM could send (196 bytes of
- * private data on RC, where 56 is the limit; QPN 0xffffffff) and a SIDR
- * REQ on an RC listener reach no program: the listener closes the first
- * and rejects the second, and a genuine client is the server's first
- * request. */
+/* A REQ whose fields no CM could send (196 bytes of private data on RC,
+ * where 56 is the limit; QPN 0xffffffff) and a SIDR REQ on an RC listener
+ * reach no program: the listener closes the first and rejects the second,
+ * and a genuine client is the server's first request. */
 static void test_forged_requests(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_REJECT, 1);
@@ -367,9 +366,9 @@ static void test_forged_requests(struct rdma_event_channel *ch)
 	CHECK_EQ(finish_server(pid, 5000), 0);
 }
 
-/* Issue 9 item 16: a peer that sends part of a message and stays stalls
- * nobody: a genuine client connects meanwhile, and the silent connection
- * is closed once the CM response timeout passes. */
+/* A peer that sends part of a message and stays stalls nobody: a genuine
+ * client connects meanwhile, and the silent connection is closed once the
+ * CM response timeout passes. */
 static void test_partial_message(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_ACCEPT, 2); /* alive after the client */
@@ -392,8 +391,8 @@ static void test_partial_message(struct rdma_event_channel *ch)
 	kill_server(pid);
 }
 
-/* Issue 9 item 17: the active side goes after the REP and before its RTU:
- * the passive side was never connected, and hears CONNECT_ERROR. */
+/* The active side goes after the REP and before its RTU: the passive side
+ * was never connected, and hears CONNECT_ERROR. */
 static void test_gone_before_rtu(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_ACCEPT, 1);
@@ -416,9 +415,8 @@ static void test_gone_before_rtu(struct rdma_event_channel *ch)
 	CHECK_EQ(finish_server(pid, 5000), 0);
 }
 
-/* Issue 9 item 18: a server that is stopped never answers the REQ: the
- * client hears UNREACHABLE (ETIMEDOUT) after the CM response timeout, not
- * never. */
+/* A server that is stopped never answers the REQ: the client hears
+ * UNREACHABLE (ETIMEDOUT) after the CM response timeout, not never. */
 static void test_stopped_server(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_ACCEPT, 1);
@@ -463,9 +461,9 @@ static long cpu_ticks(pid_t pid)
 	return (long)(ut + st);
 }
 
-/* Issue 9 item 20: a listener whose fd table is full leaves the
- * connection it cannot accept queued and sleeps, instead of spinning on
- * it: over a second of that, the server uses a small part of a core. */
+/* A listener whose fd table is full leaves the connection it cannot accept
+ * queued and sleeps, instead of spinning on it: over a second of that, the
+ * server uses a small part of a core. */
 static void test_fd_table_full(void)
 {
 	pid_t pid = start_server(SERVE_FEW_FDS, 1);
@@ -525,11 +523,10 @@ static void test_peer_killed(struct rdma_event_channel *ch)
 	rdma_destroy_id(id);
 }
 
-/* Issue 11 item 7: RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the
- * device's maximum, and retry counts above 7 are clamped to 7, as the
- * kernel CM does (libfabric and fio pass them); an explicit depth above
- * the device's is EINVAL. Item 10: RDMA_OPTION_ID_ACK_TIMEOUT is the QP's
- * timeout. */
+/* RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the device's maximum,
+ * and retry counts above 7 are clamped to 7, as the kernel CM does
+ * (libfabric and fio pass them); an explicit depth above the device's is
+ * EINVAL. RDMA_OPTION_ID_ACK_TIMEOUT is the QP's timeout. */
 static void test_connection_options(struct rdma_event_channel *ch)
 {
 	pid_t pid = start_server(SERVE_ACCEPT, 1);
@@ -571,9 +568,9 @@ static void test_connection_options(struct rdma_event_channel *ch)
 	CHECK_EQ(finish_server(pid, 5000), 0);
 }
 
-/* Issue 11 item 10: an IPv6 id with RDMA_OPTION_ID_AFONLY shares its port
- * with an IPv4 id on 0.0.0.0 (an iSER target binds both); without it, ::
- * takes IPv4 too and the second bind finds the port taken. */
+/* An IPv6 id with RDMA_OPTION_ID_AFONLY shares its port with an IPv4 id on
+ * 0.0.0.0 (an iSER target binds both); without it, :: takes IPv4 too and
+ * the second bind finds the port taken. */
 static void test_afonly(void)
 {
 	struct sockaddr_in a4 = addr_of(++port);
@@ -607,8 +604,8 @@ static void test_afonly(void)
 	rdma_destroy_id(v4);
 }
 
-/* Issue 11 item 9: an id with an address has its device's default PD in
- * id->pd, as librdmacm sets it (programs create QPs and AHs on it). */
+/* An id with an address has its device's default PD in id->pd, as librdmacm
+ * sets it (programs create QPs and AHs on it). */
 static void test_default_pd(struct rdma_event_channel *ch)
 {
 	struct sockaddr_in a = addr_of(++port);
@@ -684,10 +681,10 @@ static void test_channel_destroyed_under_reader(void)
 	CHECK_EQ(wait_errno, EINTR);
 }
 
-/* Issue 11 item 11: a connect that arrives between the server's
- * rdma_bind_addr and its rdma_listen waits for the listener instead of
- * being rejected (qperf publishes its port in between). Both sides are in
- * this process, on channels of their own. */
+/* A connect that arrives between the server's rdma_bind_addr and its
+ * rdma_listen waits for the listener instead of being rejected (qperf
+ * publishes its port in between). Both sides are in this process, on
+ * channels of their own. */
 static void test_request_before_listen(struct rdma_event_channel *ch)
 {
 	struct rdma_event_channel *sch = rdma_create_event_channel();
@@ -724,9 +721,9 @@ static void test_request_before_listen(struct rdma_event_channel *ch)
 	rdma_destroy_event_channel(sch);
 }
 
-/* Issue 11 item 12: the CM carries RDMA port P on TCP port P (the decision
- * is in docs/architecture.md), so a TCP service on P keeps a uroce
- * listener off it: EADDRINUSE, with a message saying why. */
+/* The CM carries RDMA port P on TCP port P (the decision is in
+ * docs/architecture.md), so a TCP service on P keeps a uroce listener off
+ * it: EADDRINUSE, with a message saying why. */
 static void test_port_taken_by_tcp(void)
 {
 	struct sockaddr_in a = addr_of(++port);
@@ -741,8 +738,8 @@ static void test_port_taken_by_tcp(void)
 	close(s);
 }
 
-/* Issue 11 item 8: with neither node nor service, the addresses are the
- * hints' own (libfabric resolves so); with none there either, EINVAL. */
+/* With neither node nor service, the addresses are the hints' own
+ * (libfabric resolves so); with none there either, EINVAL. */
 static void test_getaddrinfo_hints(void)
 {
 	struct sockaddr_in dst = addr_of(port), src = addr_of(0);

@@ -28,7 +28,7 @@ int main(void)
 				     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE),
 		 0);
 	/* Region-only bits are ignored on a QP, as hardware ignores them
-	 * (rdma-core's ODP tests set ON_DEMAND there; issue 11 item 5). */
+	 * (rdma-core's ODP tests set ON_DEMAND there). */
 	CHECK_EQ(uro_qp_access_check(IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND), 0);
 	CHECK_EQ(uro_qp_access_check(1u << 15), EINVAL);
 	return check_report();

@@ -1,6 +1,6 @@
 /* The host registry: slots are exclusive while their owner lives and free
  * again the moment it dies, even by SIGKILL; no other user can corrupt,
- * revoke or deny them (issue 9 items 1 and 3). */
+ * revoke or deny them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -111,10 +111,10 @@ static void registry_path(char *path, size_t len, unsigned uid)
 	snprintf(path, len, "%s/uroce-registry-%u", dir, uid);
 }
 
-/* Issue 9 item 1: what another user put at the registry's path is not
- * followed, chmodded or written: a symlink or a second hard link to one of
- * our private files, a file open to others, or another user's file is
- * refused with EPERM, and the file is left as it was. */
+/* What another user put at the registry's path is not followed, chmodded or
+ * written: a symlink or a second hard link to one of our private files, a
+ * file open to others, or another user's file is refused with EPERM, and
+ * the file is left as it was. */
 static void expect_refused_and_untouched(const char *victim, mode_t mode)
 {
 	struct uro_slot s;
@@ -202,9 +202,9 @@ static void end_child(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
-/* Issue 9 item 3: a slot another user holds is skipped, and known to be
- * held (a connection to it is refused with EACCES, peer.c); it is free
- * again the moment its holder dies. */
+/* A slot another user holds is skipped, and known to be held (a connection
+ * to it is refused with EACCES, peer.c); it is free again the moment its
+ * holder dies. */
 static void test_held_by_another(void)
 {
 	struct uro_slot_record rec;
@@ -225,8 +225,8 @@ static void test_held_by_another(void)
 	uro_registry_release(&s);
 }
 
-/* Issue 9 item 3: every slot held (one user squatting them all) is a
- * clear ENOSPC at once, not a hang. */
+/* Every slot held (one user squatting them all) is a clear ENOSPC at once,
+ * not a hang. */
 static void test_all_held(void)
 {
 	struct rlimit rl;
@@ -262,8 +262,8 @@ static int as_nobody(int (*fn)(void))
 
 static unsigned our_slot;
 
-/* What another user tried against our registry, from the issue: truncate
- * or zero it, chmod it, remove it; each must fail. Exit 0 when all did. */
+/* What another user could try against our registry: truncate or zero it,
+ * chmod it, remove it; each must fail. Exit 0 when all did. */
 static int try_revoking(void)
 {
 	char path[300];
@@ -289,10 +289,10 @@ static int plant_file(void)
 	return fd >= 0 && write(fd, "secret", 6) == 6 && fchmod(fd, 0666) == 0 ? 0 : 1;
 }
 
-/* Issue 9 item 3, as the issue's second user did it (root runs the test,
- * nobody attacks): our slot and record stay ours, and the slot nobody
- * takes is refused to us. A file it plants at our registry's path denies
- * us the device with EPERM, not a hang, and is left as it was. */
+/* The same as a second user would do it (root runs the test, nobody
+ * attacks): our slot and record stay ours, and the slot nobody takes is
+ * refused to us. A file it plants at our registry's path denies us the
+ * device with EPERM, not a hang, and is left as it was. */
 static void test_other_user(void)
 {
 	struct uro_slot_record rec = {.magic = URO_REGISTRY_MAGIC};

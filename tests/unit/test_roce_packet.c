@@ -1,9 +1,9 @@
 /* The RoCEv2 packet parser, builder and ICRC against real traffic between
- * two Linux Soft-RoCE devices (tests/data/roce-captures, from
- * ../shared/roce-captures; their ICRCs were checked with scapy): every
- * RoCEv2 packet parses, its ICRC matches, building it again from the
- * parsed fields gives the same bytes, and a packet changed where a router
- * may change it still passes while one changed anywhere else is dropped. */
+ * two Linux Soft-RoCE devices (tests/data/roce-captures; their ICRCs were
+ * checked with scapy): every RoCEv2 packet parses, its ICRC matches,
+ * building it again from the parsed fields gives the same bytes, and a
+ * packet changed where a router may change it still passes while one
+ * changed anywhere else is dropped. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,7 +272,8 @@ static void read_capture(const char *dir, const char *name)
 	fclose(f);
 }
 
-/* Every opcode the captures hold (../shared/roce-captures/README.md). */
+/* Every opcode the captures hold (tshark -r FILE -T fields -e
+ * infiniband.bth.opcode lists them). */
 static void check_census(void)
 {
 	static const uint8_t expected[] = {

@@ -1,5 +1,6 @@
 /* The per-process segment: layout, arena allocation and reuse; and what a
- * peer believes of another process's segment (design.md 3). */
+ * peer believes of another process's segment (docs/design.md, A process is
+ * a function of the device). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -74,9 +75,9 @@ static int publish(struct uro_slot *slot, struct uro_slot_record *rec)
 	return uro_registry_claim(dir, slot) || uro_registry_publish(slot, rec) ? -1 : 0;
 }
 
-/* Issue 9 item 2: a record pointing at a file the victim has open, with a
- * header that looks right and table offsets far outside it, is not a
- * segment: the peer refuses it rather than follow the offsets. */
+/* A record pointing at a file the victim has open, with a header that looks
+ * right and table offsets far outside it, is not a segment: the peer
+ * refuses it rather than follow the offsets. */
 static void test_forged_header(void)
 {
 	char path[] = "/tmp/uroce-forged-XXXXXX";
@@ -184,10 +185,9 @@ static void test_checked_indices(void)
 	uro_registry_release(&slot);
 }
 
-/* Issue 9 item 2: whose a process is, the kernel says (the owner of
- * /proc/<pid>), not the record: a record naming a process of another user
- * (made by the test when it runs as root) is refused with EACCES even in
- * our own registry. */
+/* Whose a process is, the kernel says (the owner of /proc/<pid>), not the
+ * record: a record naming a process of another user (made by the test when
+ * it runs as root) is refused with EACCES even in our own registry. */
 static void test_forged_uid(void)
 {
 	int fds[2];

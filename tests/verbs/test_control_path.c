@@ -1,7 +1,7 @@
-/* The control-path verbs as a program sees them through <infiniband/verbs.h>:
- * every error case that issue #2 item 3 names, and the QP walk RESET ->
- * INIT -> RTR -> RTS -> SQD -> RTS -> ERR -> RESET. Runs on the embedded
- * default device (uroce0 on lo, RoCE). */
+/* The control-path verbs as a program sees them through
+ * <infiniband/verbs.h>: every error case each verb documents, and the QP
+ * walk RESET -> INIT -> RTR -> RTS -> SQD -> RTS -> ERR -> RESET. Runs on
+ * the embedded default device (uroce0 on lo, RoCE). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -45,7 +45,7 @@ static void test_device(struct ibv_context *ctx)
 	CHECK_EQ(dx.orig_attr.phys_port_cnt, 1);
 	CHECK(dx.orig_attr.max_qp > 0 && dx.orig_attr.max_cqe > 0);
 	CHECK_EQ(dx.orig_attr.vendor_id, 0xffffff); /* Soft-RoCE's: no IEEE OUI */
-	/* The capabilities uroce has, and no others (issue 11 item 6). */
+	/* The capabilities uroce has, and no others. */
 	CHECK(dx.orig_attr.device_cap_flags & IBV_DEVICE_BAD_QKEY_CNTR);
 	CHECK(dx.orig_attr.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT); /* test_port_events */
 	CHECK(!(dx.orig_attr.device_cap_flags & (IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_SRQ_RESIZE |
@@ -146,9 +146,9 @@ static void test_mr(struct ibv_pd *pd)
 	munmap(huge, big);
 }
 
-/* Issue 9 item 6: registration fails with EFAULT where a pinning provider
- * could not pin: nothing mapped, no access, read-only memory asked for
- * write, a length running past the mapping. */
+/* Registration fails with EFAULT where a pinning provider could not pin:
+ * nothing mapped, no access, read-only memory asked for write, a length
+ * running past the mapping. */
 static void expect_efault(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
 	errno = 0;
@@ -643,8 +643,8 @@ static void test_ah(struct ibv_pd *pd)
 		CHECK_EQ(ibv_destroy_ah(ah), 0);
 }
 
-/* Issue 9 item 21: max_pd and max_ah are what a context can hold, not
- * figures only; one past them fails with ENOMEM and nothing is kept. */
+/* max_pd and max_ah are what a context really holds, not figures only: one
+ * past them fails with ENOMEM and nothing is kept. */
 static void test_object_limits(struct ibv_pd *pd)
 {
 	struct ibv_device_attr da;
@@ -725,8 +725,8 @@ static void test_strings(void)
 	CHECK_EQ(mbps_to_ibv_rate(2500), IBV_RATE_2_5_GBPS);
 }
 
-/* Issue 11 item 2: rdma-core's const char *ibv_get_sysfs_path(void): the
- * sysfs mount point, SYSFS_PATH without its trailing slashes when set. */
+/* const char *ibv_get_sysfs_path(void), as rdma-core has it: the sysfs
+ * mount point, SYSFS_PATH without its trailing slashes when set. */
 static void test_sysfs_path(void)
 {
 	int status = -1;

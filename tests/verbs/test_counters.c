@@ -1,14 +1,14 @@
-/* `uroce stat` against what the test did (issue 12 scope 2): N sends and a
- * WRITE on an RC pair count as N rdma_sends and N rdma_recvs, N + 1
- * posted sends and send CQEs on one QP and N posted receives and receive
- * CQEs on the other; a SEND with no receive and rnr_retry 0 counts one
- * RNR-retry-exceeded error. Over RoCEv2 (UROCE_TRANSPORT=roce) packets are
- * counted too, and under UROCE_FAULTS the losses become retransmits while
- * every message is still counted once, unless the spec scopes them away
- * from this RC traffic (type, qpn, dev); a delay with jitter keeps a
- * multi-packet WRITE in order; under loss a READ's lost response is asked
- * for again without waiting for the ACK timer. The counters are read by the
- * uroce command, from another process, while this one runs. */
+/* `uroce stat` against what the test did: N sends and a WRITE on an RC pair
+ * count as N rdma_sends and N rdma_recvs, N + 1 posted sends and send CQEs
+ * on one QP and N posted receives and receive CQEs on the other; a SEND
+ * with no receive and rnr_retry 0 counts one RNR-retry-exceeded error. Over
+ * RoCEv2 (UROCE_TRANSPORT=roce) packets are counted too, and under
+ * UROCE_FAULTS the losses become retransmits while every message is still
+ * counted once, unless the spec scopes them away from this RC traffic
+ * (type, qpn, dev); a delay with jitter keeps a multi-packet WRITE in
+ * order; under loss a READ's lost response is asked for again without
+ * waiting for the ACK timer. The counters are read by the uroce command,
+ * from another process, while this one runs. */
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -270,7 +270,8 @@ static void check_rnr_exceeded(void)
 int main(void)
 {
 	const char *transport = getenv("UROCE_TRANSPORT");
-	/* UROCE_FAULTS puts the QPs on the wire too (design.md decision 5). */
+	/* UROCE_FAULTS puts the QPs on the wire too (docs/design.md,
+	 * Inter-host: RoCEv2 on the wire). */
 	int on_wire = (transport && !strcmp(transport, "roce")) || getenv("UROCE_FAULTS");
 
 	if (!getenv("UROCE")) {

@@ -1,6 +1,6 @@
-/* The intra-host data path: every opcode, and every error of issue #3 item
- * 4 with the exact status or errno a NIC reports. Two contexts on uroce0
- * stand for two processes (separate registry slots and segments, the same
+/* The intra-host data path: every opcode, and every error with the exact
+ * status or errno a NIC reports. Two contexts on uroce0 stand for two
+ * processes (separate registry slots and segments, the same
  * cross-memory-attach path); a forked child plays the peer that dies. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -679,10 +679,10 @@ static void test_unplaceable_write(void)
 	reconnect(7, 1);
 }
 
-/* Issue 9 item 7: a SEND whose receive buffer is no longer mapped (the
- * owner unmapped it after registering) fails on both sides: the requester
- * sees a remote operational error, the responder's receive completes in
- * error and its QP enters ERR; no receive is lost. */
+/* A SEND whose receive buffer is no longer mapped (the owner unmapped it
+ * after registering) fails on both sides: the requester sees a remote
+ * operational error, the responder's receive completes in error and its QP
+ * enters ERR; no receive is lost. */
 static void test_unplaceable_send(void)
 {
 	const size_t page = 4096;
@@ -946,7 +946,7 @@ static void test_ud(void)
 	CHECK(wc.wc_flags & IBV_WC_GRH);
 	CHECK_EQ(wc.src_qp, U1.qp->qp_num);
 	if (aa.grh.dgid.raw[10] == 0xff) {
-		/* mlx5's RoCE header type: UDP (8) | IPv4 (2); issue 11 item 4 */
+		/* mlx5's RoCE header type: UDP (8) | IPv4 (2) */
 		CHECK_EQ(wc.sl, 0xa);
 		CHECK_EQ(U2.buf[20], 0x45); /* RoCEv2 over IPv4: the IPv4 header */
 		CHECK_EQ(U2.buf[32], 127);
@@ -1146,8 +1146,8 @@ static void test_memory_windows(void)
 	struct ibv_mr *nobind = ibv_reg_mr(B.pd, B.buf, SIDE_BUF, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mw *mw1 = ibv_alloc_mw(B.pd, IBV_MW_TYPE_1);
 	struct ibv_mw *mw2 = ibv_alloc_mw(B.pd, IBV_MW_TYPE_2);
-	/* LOCAL_WRITE in a window's flags is ignored, as Soft-RoCE ignores it
-	 * (rdma-core's MW tests set it; issue 11 item 5). */
+	/* LOCAL_WRITE in a window's flags is ignored, as Soft-RoCE ignores
+	 * it (rdma-core's MW tests set it). */
 	struct ibv_mw_bind b = {.wr_id = 61,
 				.send_flags = IBV_SEND_SIGNALED,
 				.bind_info = {mr, (uintptr_t)B.buf + 256, 256,
@@ -1210,9 +1210,9 @@ static void test_memory_windows(void)
 	CHECK_EQ(ibv_dereg_mr(nobind), 0);
 }
 
-/* Issue 9 item 5: a deregistered region's key stays dead when its table
- * entry serves a window in between and then a new region. A fresh pair, so
- * the entry's first key is the one a reset generation would hand out again. */
+/* A deregistered region's key stays dead when its table entry serves a
+ * window in between and then a new region. A fresh pair, so the entry's
+ * first key is the one a reset generation would hand out again. */
 static void test_stale_key_after_window(void)
 {
 	static struct side C, D;
@@ -1250,8 +1250,8 @@ static void test_stale_key_after_window(void)
 	side_close(&D);
 }
 
-/* Issue 9 item 8: a zero-length RDMA WRITE or READ names no memory, so its
- * R_Key and address are not checked (IBTA C9-88); the QP's access is. */
+/* A zero-length RDMA WRITE or READ names no memory, so its R_Key and
+ * address are not checked (IBTA C9-88); the QP's access is. */
 static void test_zero_length_rdma(void)
 {
 	struct ibv_wc wc;
@@ -1267,9 +1267,9 @@ static void test_zero_length_rdma(void)
 	CHECK_EQ(state_of(B.qp), IBV_QPS_RTS);
 }
 
-/* Issue 9 item 14: a forked child that closes its copy of the parent's
- * context (ibv_close_device) leaves the parent's device as it was: its
- * peers still reach it, through the registry and their caches. */
+/* A forked child that closes its copy of the parent's context
+ * (ibv_close_device) leaves the parent's device as it was: its peers still
+ * reach it, through the registry and their caches. */
 static void test_forked_child_closes(void)
 {
 	struct ibv_wc wc;
@@ -1500,8 +1500,8 @@ static void test_other_user(void)
 	close(down[1]);
 }
 
-/* Issue 11 item 5: a QP moved to RESET takes its completions out of its
- * CQ, as providers purge them; the peer's CQ keeps its own. */
+/* A QP moved to RESET takes its completions out of its CQ, as providers
+ * purge them; the peer's CQ keeps its own. */
 static void test_reset_purges_completions(void)
 {
 	struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
@@ -1527,12 +1527,11 @@ static void test_reset_purges_completions(void)
 	CHECK_EQ(poll_one(B.cq, &wc), 1);
 }
 
-/* Issue 11 item 5: a context imported from a dup of another's command fd
- * works on the same device state (ibv_import_device(3)); a PD and an MR
- * imported by handle name the same objects (ibv_import_pd(3),
- * ibv_import_mr(3)). A QP created on the imports talks to A, A writes into
- * B's region through the imported key, and B's own context is untouched
- * when the imports go. */
+/* A context imported from a dup of another's command fd works on the same
+ * device state (ibv_import_device(3)); a PD and an MR imported by handle
+ * name the same objects (ibv_import_pd(3), ibv_import_mr(3)). A QP created
+ * on the imports talks to A, A writes into B's region through the imported
+ * key, and B's own context is untouched when the imports go. */
 static void test_import(void)
 {
 	struct ibv_qp_init_attr init = {.qp_type = IBV_QPT_RC, .cap = CAP};

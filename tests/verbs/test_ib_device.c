@@ -33,7 +33,7 @@ static void test_list(void)
 	CHECK_EQ(list[1]->transport_type, IBV_TRANSPORT_IB);
 	CHECK_EQ(list[1]->node_type, IBV_NODE_CA);
 	/* Named as a kernel device's, after the files uroce run's view has
-	 * (issue 11 item 1: UCX looks for /dev/infiniband/<dev_name>). */
+	 * (UCX looks for /dev/infiniband/<dev_name>). */
 	CHECK_STR(list[1]->dev_name, "uverbs1");
 	CHECK_STR(list[1]->dev_path, "/sys/class/infiniband_verbs/uverbs1");
 	CHECK_STR(list[1]->ibdev_path, "/sys/class/infiniband/ib7");
@@ -54,8 +54,8 @@ static uint64_t guid_of(struct ibv_device *dev)
 	return g;
 }
 
-/* Issue 11 item 6: links on one netdev each have a GUID of their own (so
- * two IB links have two GIDs), and a link's is the same at every open. */
+/* Links on one netdev each have a GUID of their own (so two IB links have
+ * two GIDs), and a link's is the same at every open. */
 static void test_guids(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);

@@ -1,10 +1,10 @@
 /* No byte moves through a key after the call that revokes it returns
- * (issue 9 item 4; ibv_dereg_mr(3)): a long WRITE or READ in flight when
- * its region is deregistered stops there, and the initiator's work request
- * completes with a remote access error (IBTA 9.7.5.2.4) unless it was done
- * before. The owner waits for copies in flight, but never for a holder
- * that died mid-copy. Two contexts stand for two processes; the initiator
- * runs in a thread, and forked children play holders caught mid-copy. */
+ * (ibv_dereg_mr(3)): a long WRITE or READ in flight when its region is
+ * deregistered stops there, and the initiator's work request completes with
+ * a remote access error (IBTA 9.7.5.2.4) unless it was done before. The
+ * owner waits for copies in flight, but never for a holder that died
+ * mid-copy. Two contexts stand for two processes; the initiator runs in a
+ * thread, and forked children play holders caught mid-copy. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>

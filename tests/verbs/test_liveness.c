@@ -1,14 +1,13 @@
 /* A dead, stopped or slow peer costs a bounded wait, never a wedge
- * (design.md 3). A CQ stays whole while other processes complete into it:
- * resized under traffic it loses nothing (issue 9 item 11), and a producer
- * that reserved an entry and died before writing it does not hide the
- * completions after it (item 10). A process stopped while holding a
- * target's atomic lock delays others' atomics by a bounded time (item 9).
- * A request waiting for a retry is retried while its program sleeps (item
- * 15), and successive peers on one slot, or threads reaching a new one at
- * once, are each reached (items 12, 13).
- * Two contexts stand for two processes; the sender runs in a thread of its
- * own, and a forked child plays the stopped process. */
+ * (docs/design.md, A process is a function of the device). A CQ stays whole
+ * while other processes complete into it: resized under traffic it loses
+ * nothing, and a producer that reserved an entry and died before writing it
+ * does not hide the completions after it. A process stopped while holding a
+ * target's atomic lock delays others' atomics by a bounded time. A request
+ * waiting for a retry is retried while its program sleeps, and successive
+ * peers on one slot, or threads reaching a new one at once, are each
+ * reached. Two contexts stand for two processes; the sender runs in a
+ * thread of its own, and a forked child plays the stopped process. */
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -301,11 +300,10 @@ static void close_pipes(int up[2], int down[2])
 	close(down[1]);
 }
 
-/* Issue 9 item 12: a long-lived process talks to successive short-lived
- * peers that get the same registry slot (and so the same QPNs), each on a
- * new QP of its own as a server makes one per client (rping -s -P); each
- * new peer is reached, whether the one before exited cleanly or was
- * killed. */
+/* A long-lived process talks to successive short-lived peers that get the
+ * same registry slot (and so the same QPNs), each on a new QP of its own as
+ * a server makes one per client (rping -s -P); each new peer is reached,
+ * whether the one before exited cleanly or was killed. */
 static void test_successive_peers(void)
 {
 	struct ibv_qp *qps[4] = {0};
@@ -451,9 +449,9 @@ static int mappings_of(unsigned slot)
 	return n;
 }
 
-/* Issue 9 item 13: threads reaching a peer process for the first time at
- * once all get it, and it is mapped once (its own mapping, and one for the
- * context that reaches it). */
+/* Threads reaching a peer process for the first time at once all get it,
+ * and it is mapped once (its own mapping, and one for the context that
+ * reaches it). */
 static void test_threads_reach_new_peer(void)
 {
 	for (int round = 0; round < 20; round++) {
@@ -499,9 +497,9 @@ static void *post_recv_later(void *arg)
 	return NULL;
 }
 
-/* Issue 9 item 15: a SEND that met no receive (RNR) is retried while its
- * program sleeps in poll(2) on its completion channel, touching no verb:
- * the receive posted later is found, and the channel becomes readable. */
+/* A SEND that met no receive (RNR) is retried while its program sleeps in
+ * poll(2) on its completion channel, touching no verb: the receive posted
+ * later is found, and the channel becomes readable. */
 static void test_retry_while_asleep(void)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(S.ctx);

@@ -1,13 +1,12 @@
-/* Issue 11 item 6: a port follows its netdev. When the link's netdev loses
- * its carrier, comes back, or disappears, the context's async fd polls
- * ready and ibv_get_async_event(3) reports IBV_EVENT_PORT_ERR,
- * IBV_EVENT_PORT_ACTIVE and IBV_EVENT_DEVICE_FATAL, as Soft-RoCE does;
- * ibv_query_port(3) says the same state; another netdev's changes wake
- * nothing. The GID table holds every address of a netdev that has more
- * than the 16 entries a port has at least; `uroce stat` counts the port's
- * downs as link_downed. Needs root to make a network namespace with a veth pair
- * (198.18.0.0/15, the benchmarking range); skipped with a message
- * otherwise. */
+/* A port follows its netdev. When the link's netdev loses its carrier,
+ * comes back, or disappears, the context's async fd polls ready and
+ * ibv_get_async_event(3) reports IBV_EVENT_PORT_ERR, IBV_EVENT_PORT_ACTIVE
+ * and IBV_EVENT_DEVICE_FATAL, as Soft-RoCE does; ibv_query_port(3) says the
+ * same state; another netdev's changes wake nothing. The GID table holds
+ * every address of a netdev that has more than the 16 entries a port has at
+ * least; `uroce stat` counts the port's downs as link_downed. Needs root to
+ * make a network namespace with a veth pair (198.18.0.0/15, the
+ * benchmarking range); skipped with a message otherwise. */
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>

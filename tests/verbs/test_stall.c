@@ -1,8 +1,8 @@
-/* A peer that stops answering (UROCE_FAULTS stall=T/P, issue 12 scope 3),
- * as a NIC's requester meets a hung host (IBTA 9.7.6.1.3): a stall shorter
- * than the retries is ridden out, every SEND delivered once and in order;
- * one longer ends the SEND in IBV_WC_RETRY_EXC_ERR while the stall lasts,
- * not after it, and the QP in ERR. STALL_EXPECT says which: "recover"
+/* A peer that stops answering (UROCE_FAULTS stall=T/P), as a NIC's
+ * requester meets a hung host (IBTA 9.7.6.1.3): a stall shorter than the
+ * retries is ridden out, every SEND delivered once and in order; one longer
+ * ends the SEND in IBV_WC_RETRY_EXC_ERR while the stall lasts, not after
+ * it, and the QP in ERR. STALL_EXPECT says which: "recover"
  * (stall=60ms/400ms, 1.5 s of traffic) or "exceed" (stall=1500ms/2s). Both
  * QPs are in this process, so both are silent together. */
 #include <stdlib.h>

@@ -281,10 +281,11 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 }
 
 /* The sending socket of the packet whose BTH is at bth: its QP's for the
- * QP's life (roce-wire.md: a flow's packets keep one source port, so that
- * a network spreading flows over paths never reorders a QP's), as rxe
- * picks a port by QPN. A connected QP's packets all go to one destination
- * QP, which stands for it; a UD packet names its QP in its DETH. */
+ * QP's life (the UDP source port is flow entropy: a flow's packets keep
+ * one, so that a network spreading flows over paths never reorders a QP's),
+ * as rxe picks a port by QPN. A connected QP's packets all go to one
+ * destination QP, which stands for it; a UD packet names its QP in its
+ * DETH. */
 static unsigned tx_index(const uint8_t *bth)
 {
 	const uint8_t *q = (bth[0] >> 5) == 3 /* UD */ ? bth + URO_ROCE_BTH_LEN + 4 : bth + 4;

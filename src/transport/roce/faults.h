@@ -1,7 +1,7 @@
-/* Faults a process injects into the RoCEv2 packets it sends (issue 12
- * scope 3): what `tc netem` does to a link, without root and on one host
- * too, plus what only an RDMA device can fake (receivers not ready, a
- * corrupted ICRC). Set by UROCE_FAULTS or `uroce run --faults`:
+/* Faults a process injects into the RoCEv2 packets it sends: what
+ * `tc netem` does to a link, without root and on one host too, plus what
+ * only an RDMA device can fake (receivers not ready, a corrupted ICRC).
+ * Set by UROCE_FAULTS or `uroce run --faults`:
  *
  *     loss=2%,dup=1%,reorder=5%,corrupt=0.1%,rnr=10%,delay=1ms~200us,seed=7
  *     stall=200ms/2s

@@ -1,5 +1,5 @@
 /* A RoCEv2 packet, parsed from or built into its transport headers
- * (IBTA 9.2 and Annex A17; ../shared/roce-wire.md). */
+ * (IBTA 9.2 and Annex A17). */
 #ifndef URO_ROCE_PACKET_H
 #define URO_ROCE_PACKET_H
 

@@ -1,7 +1,8 @@
-/* The RoCEv2 transport (design.md decision 5): what a QP whose peer is on
- * another host keeps, and what the verbs layer calls. Requests go out as
- * RoCEv2 packets in UDP datagrams to port 4791; the process's progress
- * thread, and the program's own polls, take what comes back. */
+/* The RoCEv2 transport (docs/design.md, Inter-host: RoCEv2 on the wire):
+ * what a QP whose peer is on another host keeps, and what the verbs layer
+ * calls. Requests go out as RoCEv2 packets in UDP datagrams to port 4791;
+ * the process's progress thread, and the program's own polls, take what
+ * comes back. */
 #ifndef URO_WIRE_H
 #define URO_WIRE_H
 
@@ -36,11 +37,12 @@
 /* How often a busy poll fires the timers. */
 #define URO_WIRE_TICK_NS (100 * 1000ull)
 /* A program that polled this recently is taking its packets itself: the
- * progress thread does not wake for them (design.md decision 5), but looks
- * now and then whether one waits that the program left there: the program
- * may be spinning on memory for a WRITE to land rather than on its CQ. It
- * looks after URO_WIRE_LOOK_NS, and twice as late each time it finds the
- * program polled or posted in between, up to URO_WIRE_POLLER_NS. */
+ * progress thread does not wake for them (docs/design.md, Inter-host:
+ * RoCEv2 on the wire), but looks now and then whether one waits that the
+ * program left there: the program may be spinning on memory for a WRITE to
+ * land rather than on its CQ. It looks after URO_WIRE_LOOK_NS, and twice as
+ * late each time it finds the program polled or posted in between, up to
+ * URO_WIRE_POLLER_NS. */
 #define URO_WIRE_POLLER_NS (1000 * 1000ull)
 #define URO_WIRE_LOOK_NS   (25 * 1000ull)
 
