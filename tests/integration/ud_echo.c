@@ -1,0 +1,202 @@
+/* A UD echo that rides out loss, for tests whose network is not usable
+ * yet when the program starts (test_address_late.sh). The server's QP
+ * reaches RTS before anything else, then the two sides swap QPN and GID
+ * over TCP; the client sends a datagram every 50 ms until it has ECHOES
+ * answers, and gives up after TRIES. Exit status 0 only then.
+ *
+ *   ud_echo server DEV GID_INDEX PORT
+ *   ud_echo client DEV GID_INDEX PORT SERVER_IPV4 */
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ECHOES 20
+#define TRIES  400 /* 20 s of 50 ms */
+#define GRH    40
+#define QKEY   0x11111111u
+#define MSG    64
+
+struct dest {
+	uint32_t qpn;
+	union ibv_gid gid;
+};
+
+struct ud {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t buf[2][GRH + MSG]; /* receive, send */
+};
+
+static int die(const char *what)
+{
+	fprintf(stderr, "ud_echo: %s\n", what);
+	return 1;
+}
+
+static struct ibv_context *open_named(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+static int to_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return -1;
+	a.qp_state = IBV_QPS_RTS;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+static int ud_open(struct ud *u, const char *dev)
+{
+	struct ibv_qp_init_attr init = {
+	    .qp_type = IBV_QPT_UD,
+	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+
+	u->ctx = open_named(dev);
+	if (!u->ctx)
+		return -1;
+	u->pd = ibv_alloc_pd(u->ctx);
+	u->cq = ibv_create_cq(u->ctx, 4, NULL, NULL, 0);
+	u->mr = u->pd ? ibv_reg_mr(u->pd, u->buf, sizeof(u->buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	init.send_cq = init.recv_cq = u->cq;
+	u->qp = u->mr && u->cq ? ibv_create_qp(u->pd, &init) : NULL;
+	return u->qp && !to_rts(u->qp) ? 0 : -1;
+}
+
+static int post_recv(struct ud *u)
+{
+	struct ibv_sge sge = {(uintptr_t)u->buf[0], sizeof(u->buf[0]), u->mr->lkey};
+	struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
+
+	return ibv_post_recv(u->qp, &wr, &bad);
+}
+
+static int send_to(struct ud *u, struct ibv_ah *ah, uint32_t qpn)
+{
+	struct ibv_sge sge = {(uintptr_t)u->buf[1], MSG, u->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = QKEY;
+	return ibv_post_send(u->qp, &wr, &bad);
+}
+
+/* Polls for up to ms: 1 when a datagram arrived (its receive posted
+ * again), 0 when none did, -1 on an error completion. */
+static int wait_datagram(struct ud *u, int ms)
+{
+	struct timespec start, now;
+	struct ibv_wc wc;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		int n = ibv_poll_cq(u->cq, 1, &wc);
+
+		if (n && wc.status != IBV_WC_SUCCESS)
+			return -1;
+		if (n && wc.opcode == IBV_WC_RECV)
+			return post_recv(u) ? -1 : 1;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+	return 0;
+}
+
+static struct ibv_ah *ah_to(struct ud *u, const struct dest *d, int gid_index)
+{
+	struct ibv_ah_attr a = {.is_global = 1, .port_num = 1};
+
+	a.grh.dgid = d->gid;
+	a.grh.sgid_index = (uint8_t)gid_index;
+	a.grh.hop_limit = 64;
+	return ibv_create_ah(u->pd, &a);
+}
+
+/* Swaps destinations over TCP: the server accepts one client. */
+static int exchange(const char *server, int port, const struct dest *mine, struct dest *theirs)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0), c = -1, ok;
+
+	if (fd < 0)
+		return -1;
+	if (server) {
+		inet_pton(AF_INET, server, &sa.sin_addr);
+		for (int i = 0; i < 100 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)); i++)
+			usleep(100000);
+		c = fd;
+	} else {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (!bind(fd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(fd, 1))
+			c = accept(fd, NULL, NULL);
+	}
+	ok = c >= 0 && write(c, mine, sizeof(*mine)) == (ssize_t)sizeof(*mine) &&
+	     read(c, theirs, sizeof(*theirs)) == (ssize_t)sizeof(*theirs);
+	if (c >= 0 && c != fd)
+		close(c);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	static struct ud u;
+	struct dest mine, theirs;
+	struct ibv_ah *ah;
+	int client = argc == 6 && !strcmp(argv[1], "client"), gid_index, echoes = 0;
+
+	if (!client && !(argc == 5 && !strcmp(argv[1], "server")))
+		return die("usage: ud_echo server DEV GID PORT | client DEV GID PORT SERVER");
+	gid_index = atoi(argv[3]);
+	if (ud_open(&u, argv[2]) || post_recv(&u))
+		return die("cannot make a UD QP on the device");
+	printf("ready\n");
+	fflush(stdout);
+	mine.qpn = u.qp->qp_num;
+	if (ibv_query_gid(u.ctx, 1, gid_index, &mine.gid) ||
+	    exchange(client ? argv[5] : NULL, atoi(argv[4]), &mine, &theirs))
+		return die("cannot swap destinations");
+	ah = ah_to(&u, &theirs, gid_index);
+	if (!ah)
+		return die("cannot make an address handle");
+	for (int tries = 0; echoes < ECHOES && tries < TRIES; tries++) {
+		int got;
+
+		if (client && send_to(&u, ah, theirs.qpn))
+			return die("post_send failed");
+		got = wait_datagram(&u, 50);
+		if (got < 0)
+			return die("an error completion");
+		if (got && !client && send_to(&u, ah, theirs.qpn))
+			return die("post_send failed");
+		echoes += got;
+	}
+	printf("%d echoes\n", echoes);
+	return echoes == ECHOES ? 0 : 1;
+}
