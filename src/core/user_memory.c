@@ -72,7 +72,9 @@ static void install(void)
  * a jump back. */
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
-int uro_user_copy(void *dst, const void *src, size_t len)
+/* Runs access(arg) with a fault in it turned into EFAULT. The jump lands
+ * in this frame, alive while access runs. */
+static int guarded(void (*access)(const void *), const void *arg)
 {
 	sigjmp_buf env;
 
@@ -81,10 +83,30 @@ int uro_user_copy(void *dst, const void *src, size_t len)
 		return EFAULT;
 	guard = &env;
 	BARRIER();
-	memcpy(dst, src, len);
+	access(arg);
 	BARRIER();
 	guard = NULL;
 	return 0;
+}
+
+struct copy {
+	void *dst;
+	const void *src;
+	size_t len;
+};
+
+static void copy(const void *arg)
+{
+	const struct copy *c = arg;
+
+	memcpy(c->dst, c->src, c->len);
+}
+
+int uro_user_copy(void *dst, const void *src, size_t len)
+{
+	struct copy c = {dst, src, len};
+
+	return guarded(copy, &c);
 }
 
 static void touch(uintptr_t p, int write)
@@ -95,30 +117,32 @@ static void touch(uintptr_t p, int write)
 		(void)*(volatile const uint8_t *)p;
 }
 
-/* The first byte, then one in every later page the range reaches. */
-static void touch_range(uintptr_t p, size_t len, int write)
-{
-	uintptr_t page = p & ~(uintptr_t)(PROBE_STEP - 1);
-	size_t pages = (p - page + len - 1) / PROBE_STEP + 1;
+struct probe {
+	const struct iovec *iov;
+	int n;
+	int write;
+};
 
-	touch(p, write);
-	for (size_t k = 1; k < pages; k++)
-		touch(page + k * PROBE_STEP, write);
+/* The first byte of each buffer, then one in every later page it
+ * reaches. */
+static void probe(const void *arg)
+{
+	const struct probe *pr = arg;
+
+	for (int i = 0; i < pr->n; i++) {
+		uintptr_t p = (uintptr_t)pr->iov[i].iov_base;
+		uintptr_t page = p & ~(uintptr_t)(PROBE_STEP - 1);
+		size_t len = pr->iov[i].iov_len;
+		size_t pages = len ? (p - page + len - 1) / PROBE_STEP + 1 : 0;
+
+		for (size_t k = 0; k < pages; k++)
+			touch(k ? page + k * PROBE_STEP : p, pr->write);
+	}
 }
 
 int uro_user_probe(const struct iovec *iov, int n, int write)
 {
-	sigjmp_buf env;
+	struct probe pr = {iov, n, write};
 
-	pthread_once(&installed, install);
-	if (sigsetjmp(env, 0))
-		return EFAULT;
-	guard = &env;
-	BARRIER();
-	for (int i = 0; i < n; i++)
-		if (iov[i].iov_len)
-			touch_range((uintptr_t)iov[i].iov_base, iov[i].iov_len, write);
-	BARRIER();
-	guard = NULL;
-	return 0;
+	return guarded(probe, &pr);
 }

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../verbs/pair.h"
+
 #define ECHOES 20
 #define TRIES  400 /* 20 s of 50 ms */
 #define GRH    40
@@ -42,18 +44,6 @@ static int die(const char *what)
 	return 1;
 }
 
-static struct ibv_context *open_named(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
-
 static int to_rts(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
@@ -73,7 +63,7 @@ static int ud_open(struct ud *u, const char *dev)
 	    .qp_type = IBV_QPT_UD,
 	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
 
-	u->ctx = open_named(dev);
+	u->ctx = open_dev(dev);
 	if (!u->ctx)
 		return -1;
 	u->pd = ibv_alloc_pd(u->ctx);
