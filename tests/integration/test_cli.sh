@@ -83,7 +83,8 @@ port=$((18700 + RANDOM % 200))
 timeout $T "$UROCE" run ibv_rc_pingpong -g 0 -p $port >/dev/null 2>&1 &
 waiter=$!
 wait_listen $port || bad "the pingpong server never listened"
-server=$(pgrep -P $waiter)
+# (pgrep hangs with a sanitizer's runtime preloaded: not for it.)
+server=$(LD_PRELOAD= timeout $T pgrep -P $waiter)
 run_cli 0 "stat --pid of a uroce process" stat --pid "$server"
 expect_match "$out" '^link uroce0/1 ' "stat shows the process's port"
 run_cli 0 "stat qp --pid of a uroce process" stat qp --pid "$server"
