@@ -19,7 +19,8 @@ static __thread sigjmp_buf *volatile guard __attribute__((tls_model("initial-exe
 /* The program's (or a sanitizer's) handlers from before uroce's, which
  * every fault outside a guarded access goes to. */
 static struct sigaction previous[2]; /* SIGSEGV, SIGBUS */
-static pthread_once_t installed = PTHREAD_ONCE_INIT;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int installed; /* once done: no call to pthread_once per access */
 
 static void pass_on(int sig, siginfo_t *si, void *uc)
 {
@@ -65,6 +66,7 @@ static void install(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGSEGV, &sa, &previous[0]);
 	sigaction(SIGBUS, &sa, &previous[1]);
+	__atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
 }
 
 /* The compiler must neither move the guarded access out from between the
@@ -78,7 +80,8 @@ static int guarded(void (*access)(const void *), const void *arg)
 {
 	sigjmp_buf env;
 
-	pthread_once(&installed, install);
+	if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
+		pthread_once(&once, install);
 	if (sigsetjmp(env, 0))
 		return EFAULT;
 	guard = &env;
