@@ -123,6 +123,28 @@ rping_status() { # STATUS OUTPUT
 	fi
 }
 
+# need_netns: ends the test as skipped (77) unless it can make network
+# namespaces (root, as CI runs).
+need_netns() {
+	if [ "$(id -u)" -ne 0 ] || ! ip netns add "uroce-probe-$$" 2>/dev/null; then
+		echo "SKIP: creating network namespaces needs root"
+		exit 77
+	fi
+	ip netns del "uroce-probe-$$"
+}
+
+# two_hosts A B NET: namespaces A and B joined by a veth pair, A's end
+# ${A}v at NET.1/24, B's ${B}v at NET.2/24, lo up in each. The veths stay
+# down: a caller may set their sysctls before it brings them up.
+two_hosts() {
+	local a=$1 b=$2 net=$3
+	ip netns add $a && ip netns add $b &&
+		ip link add ${a}v type veth peer name ${b}v &&
+		ip link set ${a}v netns $a && ip link set ${b}v netns $b &&
+		ip -n $a addr add $net.1/24 dev ${a}v && ip -n $b addr add $net.2/24 dev ${b}v &&
+		ip -n $a link set lo up && ip -n $b link set lo up
+}
+
 finish() {
 	echo "$passes passed, $fails failed"
 	[ "$fails" -eq 0 ]

@@ -8,11 +8,7 @@
 # address is usable. Needs root (CI runs as root); skipped otherwise.
 . "$(dirname "$0")/lib.sh" 60
 UD_ECHO=${UD_ECHO:?path to the ud_echo helper}
-if [ "$(id -u)" -ne 0 ] || ! ip netns add "ul$$-probe" 2>/dev/null; then
-	echo "SKIP: creating network namespaces needs root"
-	exit 77
-fi
-ip netns del "ul$$-probe"
+need_netns
 
 a=ul$$a b=ul$$b net=198.18.$((($$ + 7) % 250)) dir=$(mktemp -d /tmp/uroce-late-XXXXXX)
 srv=
@@ -26,13 +22,9 @@ cleanup() {
 trap cleanup EXIT
 # a's address stays tentative for about 3 s (three probes a second apart);
 # b has none to wait for.
-ip netns add $a && ip netns add $b &&
-	ip link add ${a}v type veth peer name ${b}v &&
-	ip link set ${a}v netns $a && ip link set ${b}v netns $b &&
+two_hosts $a $b $net &&
 	ip netns exec $a sysctl -qw net.ipv6.conf.${a}v.dad_transmits=3 &&
-	ip netns exec $b sysctl -qw net.ipv6.conf.${b}v.accept_dad=0 &&
-	ip -n $a addr add $net.1/24 dev ${a}v && ip -n $b addr add $net.2/24 dev ${b}v &&
-	ip -n $a link set lo up && ip -n $b link set lo up || {
+	ip netns exec $b sysctl -qw net.ipv6.conf.${b}v.accept_dad=0 || {
 	echo "FAIL: cannot build the namespaces"
 	exit 1
 }

@@ -5,11 +5,7 @@
 # the veth: tcpdump captures it and tshark decodes it. Needs root (CI runs
 # as root); skipped otherwise. Over IPv4 and, for some, IPv6.
 . "$(dirname "$0")/lib.sh" 60
-if [ "$(id -u)" -ne 0 ] || ! ip netns add "uw$$-probe" 2>/dev/null; then
-	echo "SKIP: creating network namespaces needs root"
-	exit 77
-fi
-ip netns del "uw$$-probe"
+need_netns
 
 a=uw$$a b=uw$$b net=198.18.$(($$ % 250)) dir=$(mktemp -d /tmp/uroce-wire-XXXXXX)
 cleanup() {
@@ -20,12 +16,7 @@ cleanup() {
 	rm -f "$UROCE_CONFIG"
 }
 trap cleanup EXIT
-ip netns add $a && ip netns add $b &&
-	ip link add ${a}v type veth peer name ${b}v &&
-	ip link set ${a}v netns $a && ip link set ${b}v netns $b &&
-	ip -n $a addr add $net.1/24 dev ${a}v && ip -n $b addr add $net.2/24 dev ${b}v &&
-	ip -n $a link set ${a}v up && ip -n $b link set ${b}v up &&
-	ip -n $a link set lo up && ip -n $b link set lo up || {
+two_hosts $a $b $net && ip -n $a link set ${a}v up && ip -n $b link set ${b}v up || {
 	echo "FAIL: cannot build the namespaces"
 	exit 1
 }
