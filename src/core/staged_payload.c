@@ -24,7 +24,6 @@ int uro_stage_payload(const struct uro_peer *target, const struct uro_recv *r,
 {
 	const struct ibv_sge *sge = first_sge(r);
 	const struct uro_seg_mr *mr;
-	size_t off = 0;
 
 	/* One destination keeps the placement one memcpy. */
 	if (len == 0 || len > URO_STAGED_MAX || !sge || sge->length < len)
@@ -32,13 +31,10 @@ int uro_stage_payload(const struct uro_peer *target, const struct uro_recv *r,
 	mr = uro_lkey_region(target, sge->lkey, sge->addr, len);
 	if (!mr || (mr->access & REMOTE_ACCESS))
 		return 0;
-	/* The gather probed these buffers; one gone since is sent the slow
+	/* The requester probed these buffers; one gone since is sent the slow
 	 * way, whose copy then reports it. */
-	for (int i = 0; i < nl; i++) {
-		if (uro_user_copy(e->staged + off, liov[i].iov_base, liov[i].iov_len))
-			return 0;
-		off += liov[i].iov_len;
-	}
+	if (uro_user_gather(e->staged, liov, nl))
+		return 0;
 	e->staged_len = (uint16_t)len;
 	e->staged_lkey = sge->lkey;
 	e->staged_addr = sge->addr;

@@ -11,10 +11,21 @@
  * buffer is skipped whatever the mapping's page size. */
 #define PROBE_STEP 4096u
 
-/* Where a fault inside a guarded access jumps to, for this thread; NULL
- * outside one. Initial-exec so that the signal handler's read of it never
- * has glibc allocate this thread's TLS block inside the handler. */
-static __thread sigjmp_buf *volatile guard __attribute__((tls_model("initial-exec")));
+/* A guarded access: where a fault in it jumps to, and the memory it
+ * touches. A fault elsewhere (in a signal handler of the program's that
+ * interrupted the access, say) is not the access's. */
+struct guard {
+	sigjmp_buf env;
+	const struct iovec *iov; /* the program's buffers */
+	int n;
+	struct iovec other; /* and one more, the copy's other side */
+	int write;	    /* a probe's: for writing */
+};
+
+/* This thread's access under way, or NULL. Initial-exec so that the
+ * signal handler's read of it never has glibc allocate this thread's TLS
+ * block inside the handler. */
+static __thread struct guard *volatile guard __attribute__((tls_model("initial-exec")));
 
 /* The program's (or a sanitizer's) handlers from before uroce's, which
  * every fault outside a guarded access goes to. */
@@ -26,28 +37,51 @@ static void pass_on(int sig, siginfo_t *si, void *uc)
 {
 	const struct sigaction *prev = &previous[sig == SIGBUS];
 
-	if (prev->sa_flags & SA_SIGINFO) {
-		prev->sa_sigaction(sig, si, uc);
-		return;
-	}
+	if (prev->sa_handler == SIG_IGN && si->si_code <= 0)
+		return; /* a sent signal the program ignores */
 	if (prev->sa_handler == SIG_DFL || prev->sa_handler == SIG_IGN) {
-		/* Returning runs the faulting instruction again, which now meets
-		 * the default action: the program ends as it would have. */
+		/* A fault runs its instruction again on return and meets the
+		 * default action; a sent signal is sent again to meet it. Either
+		 * way the program ends as it would have without uroce. */
 		sigaction(sig, prev, NULL);
+		if (si->si_code <= 0)
+			raise(sig);
 		return;
 	}
-	prev->sa_handler(sig);
+	if (prev->sa_flags & SA_SIGINFO)
+		prev->sa_sigaction(sig, si, uc);
+	else
+		prev->sa_handler(sig);
+}
+
+static int within(const struct iovec *v, uintptr_t a)
+{
+	return a - (uintptr_t)v->iov_base < v->iov_len;
+}
+
+static int touches(const struct guard *g, const siginfo_t *si)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+
+	/* An address that is not canonical faults without one (SI_KERNEL). */
+	if (si->si_code == SI_KERNEL || within(&g->other, a))
+		return 1;
+	for (int i = 0; i < g->n; i++)
+		if (within(&g->iov[i], a))
+			return 1;
+	return 0;
 }
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-	sigjmp_buf *g = guard;
+	struct guard *g = guard;
 
-	/* Only a fault the kernel raised (si_code > 0) ends an access: a
-	 * SIGSEGV sent with kill() is the program's business. */
-	if (g && si->si_code > 0) {
+	/* Only a fault the kernel raised (si_code > 0) on the access's own
+	 * memory ends it: a SIGSEGV sent with kill() is the program's
+	 * business. */
+	if (g && si->si_code > 0 && touches(g, si)) {
 		guard = NULL;
-		siglongjmp(*g, 1);
+		siglongjmp(g->env, 1);
 	}
 	pass_on(sig, si, uc);
 }
@@ -74,42 +108,48 @@ static void install(void)
  * a jump back. */
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
-/* Runs access(arg) with a fault in it turned into EFAULT. The jump lands
- * in this frame, alive while access runs. */
-static int guarded(void (*access)(const void *), const void *arg)
+/* Runs access(g) with a fault on g's memory turned into EFAULT. The jump
+ * lands in this frame, alive while access runs. */
+static int guarded(void (*access)(const struct guard *), struct guard *g)
 {
-	sigjmp_buf env;
-
 	if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
 		pthread_once(&once, install);
-	if (sigsetjmp(env, 0))
+	if (sigsetjmp(g->env, 0))
 		return EFAULT;
-	guard = &env;
+	guard = g;
 	BARRIER();
-	access(arg);
+	access(g);
 	BARRIER();
 	guard = NULL;
 	return 0;
 }
 
-struct copy {
-	void *dst;
-	const void *src;
-	size_t len;
-};
-
-static void copy(const void *arg)
+/* Gathers g's buffers into g->other. */
+static void gather(const struct guard *g)
 {
-	const struct copy *c = arg;
+	uint8_t *to = g->other.iov_base;
 
-	memcpy(c->dst, c->src, c->len);
+	for (int i = 0; i < g->n; i++) {
+		memcpy(to, g->iov[i].iov_base, g->iov[i].iov_len);
+		to += g->iov[i].iov_len;
+	}
 }
 
 int uro_user_copy(void *dst, const void *src, size_t len)
 {
-	struct copy c = {dst, src, len};
+	struct iovec from = {(void *)(uintptr_t)src, len};
+	struct guard g = {.iov = &from, .n = 1, .other = {dst, len}};
 
-	return guarded(copy, &c);
+	return guarded(gather, &g);
+}
+
+int uro_user_gather(void *dst, const struct iovec *iov, int n)
+{
+	struct guard g = {.iov = iov, .n = n, .other = {dst, 0}};
+
+	for (int i = 0; i < n; i++)
+		g.other.iov_len += iov[i].iov_len;
+	return guarded(gather, &g);
 }
 
 static void touch(uintptr_t p, int write)
@@ -120,32 +160,24 @@ static void touch(uintptr_t p, int write)
 		(void)*(volatile const uint8_t *)p;
 }
 
-struct probe {
-	const struct iovec *iov;
-	int n;
-	int write;
-};
-
 /* The first byte of each buffer, then one in every later page it
  * reaches. */
-static void probe(const void *arg)
+static void probe(const struct guard *g)
 {
-	const struct probe *pr = arg;
-
-	for (int i = 0; i < pr->n; i++) {
-		uintptr_t p = (uintptr_t)pr->iov[i].iov_base;
+	for (int i = 0; i < g->n; i++) {
+		uintptr_t p = (uintptr_t)g->iov[i].iov_base;
 		uintptr_t page = p & ~(uintptr_t)(PROBE_STEP - 1);
-		size_t len = pr->iov[i].iov_len;
+		size_t len = g->iov[i].iov_len;
 		size_t pages = len ? (p - page + len - 1) / PROBE_STEP + 1 : 0;
 
 		for (size_t k = 0; k < pages; k++)
-			touch(k ? page + k * PROBE_STEP : p, pr->write);
+			touch(k ? page + k * PROBE_STEP : p, g->write);
 	}
 }
 
 int uro_user_probe(const struct iovec *iov, int n, int write)
 {
-	struct probe pr = {iov, n, write};
+	struct guard g = {.iov = iov, .n = n, .write = write};
 
-	return guarded(probe, &pr);
+	return guarded(probe, &g);
 }

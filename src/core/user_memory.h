@@ -12,7 +12,13 @@
  * The system calls that move bytes between processes (process_vm_readv and
  * writev) already answer EFAULT by themselves; these cover the copies that
  * run in this process: staged and inline payloads, atomics' results, and
- * the probes that tell whose memory a failed transfer missed. */
+ * the probe that finds a requester's own buffer gone before its request
+ * reaches anyone.
+ *
+ * Only a fault on the access's own memory is taken; every other fault
+ * goes to the handler the program had before, or to the default action.
+ * A handler the program installs after uroce's takes over uroce's faults
+ * too, and the program then faults as it would without uroce. */
 #ifndef URO_USER_MEMORY_H
 #define URO_USER_MEMORY_H
 
@@ -21,6 +27,9 @@
 
 /* memcpy, or EFAULT (and dst partly written) when either side faults. */
 int uro_user_copy(void *dst, const void *src, size_t len);
+
+/* The iovecs' bytes one after another into dst, likewise. */
+int uro_user_gather(void *dst, const struct iovec *iov, int n);
 
 /* 0 when every byte of the iovecs can be read (write: and written), else
  * EFAULT. Probing touches one byte a page and changes nothing: a write is

@@ -108,9 +108,9 @@ void uro_send_complete(struct uro_context *ctx, struct uro_qp *qp, const struct 
 
 /* The request's local buffers, checked against this process's MRs. Inline
  * data needs no key (ibv_post_send(3)). */
-static enum ibv_wc_status gather(struct uro_context *ctx, struct uro_qp *qp,
-				 const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
-				 int *n, uint64_t *len)
+enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
+				   const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
+				   int *n, uint64_t *len)
 {
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		return uro_sge_iov(&ctx->self, qp->pd->ibpd.handle, wr->sg_list,
@@ -128,15 +128,17 @@ static enum ibv_wc_status gather(struct uro_context *ctx, struct uro_qp *qp,
 	return IBV_WC_SUCCESS;
 }
 
-/* ... and present: a buffer the program unmapped or protected after
- * registering it is the requester's local protection error, found before
- * anything reaches the responder, as a pinning NIC's DMA would never miss
- * it (user_memory.h). */
-enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
-				   const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
-				   int *n, uint64_t *len)
+/* ... and present: on shared memory a buffer the program unmapped or
+ * protected after registering it is the requester's local protection
+ * error, found before the responder gives up a receive for it, as a
+ * pinning NIC's DMA would never miss it (user_memory.h). The wire needs no
+ * probe: its copies of the program's memory report a fault themselves,
+ * before a packet leaves or as a response lands. */
+static enum ibv_wc_status local_buffers(struct uro_context *ctx, struct uro_qp *qp,
+					const struct ibv_send_wr *wr, int need_write,
+					struct iovec *iov, int *n, uint64_t *len)
 {
-	enum ibv_wc_status st = gather(ctx, qp, wr, need_write, iov, n, len);
+	enum ibv_wc_status st = uro_send_gather(ctx, qp, wr, need_write, iov, n, len);
 
 	if (st == IBV_WC_SUCCESS && uro_user_probe(iov, *n, need_write))
 		return IBV_WC_LOC_PROT_ERR;
@@ -570,7 +572,7 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 
 	if (op->kind == URO_OP_BIND_MW || op->kind == URO_OP_LOCAL_INV)
 		return uro_mw_execute(ctx, qp, wr); /* local: no packet leaves */
-	st = uro_send_gather(ctx, qp, wr, writes_local, liov, &nl, &len);
+	st = local_buffers(ctx, qp, wr, writes_local, liov, &nl, &len);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	*byte_len = (uint32_t)len;
@@ -609,7 +611,7 @@ static int execute(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_
 	*byte_len = 0;
 	if (qp->qpx.qp_base.qp_type != IBV_QPT_UD)
 		return execute_connected(ctx, qp, wr, byte_len);
-	st = uro_send_gather(ctx, qp, wr, 0, liov, &nl, &len);
+	st = local_buffers(ctx, qp, wr, 0, liov, &nl, &len);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	*byte_len = (uint32_t)len;
