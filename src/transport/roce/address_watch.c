@@ -9,6 +9,22 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Asks for every address there is now: one that became usable between
+ * the refused bind and this socket's first listening is in the answer,
+ * which arrives as the announcements do (RTM_NEWADDR), not missed. */
+static int ask_dump(int fd)
+{
+	struct {
+		struct nlmsghdr h;
+		struct ifaddrmsg ifa;
+	} req = {.h = {.nlmsg_len = sizeof(req),
+		       .nlmsg_type = RTM_GETADDR,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+		 .ifa = {.ifa_family = AF_UNSPEC}};
+
+	return send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req) ? 0 : -1;
+}
+
 int uro_addr_watch_open(void)
 {
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
@@ -17,7 +33,7 @@ int uro_addr_watch_open(void)
 
 	if (fd < 0)
 		return -1;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || ask_dump(fd)) {
 		int err = errno;
 
 		close(fd);

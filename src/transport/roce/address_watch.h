@@ -8,7 +8,8 @@
 #define URO_ADDRESS_WATCH_H
 
 /* A non-blocking rtnetlink socket that hears IPv4 and IPv6 address
- * changes, or -1 with errno. */
+ * changes, and first every address there is (so that one that became
+ * usable just before is heard too), or -1 with errno. */
 int uro_addr_watch_open(void);
 
 /* Reads what fd has: 1 when an address of netdev ifindex (0: any) became

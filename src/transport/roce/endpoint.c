@@ -253,9 +253,18 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 	if (fd < 0) {
 		int err = errno;
 		int later = err == EADDRNOTAVAIL && !await_address(w, f);
+		/* A UD QP opens on every post: a refusal is said (and its holder
+		 * looked for through /proc) once, until it changes. */
+		int tell = w->refused[f] != err;
 		struct uro_diagnosis d;
 
+		w->refused[f] = err;
+		if (!later)
+			w->awaited[f] = 0; /* no announcement will mend it */
 		pthread_mutex_unlock(&w->open_lock);
+		socks_close(&n);
+		if (!tell)
+			return err;
 		if (later) {
 			uro_warn(
 			    "device %s: cannot receive RoCEv2 over IPv%c yet: %s (while duplicate "
@@ -267,13 +276,13 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 			uro_warn("device %s: cannot receive RoCEv2 on UDP port 4791: %s%s%s",
 				 ctx->dev->ibdev.name, d.why, *d.remedy ? "; " : "", d.remedy);
 		}
-		socks_close(&n);
 		return err;
 	}
 	memcpy(s->tx_fd, n.tx_fd, sizeof(n.tx_fd));
 	memcpy(s->tx_port, n.tx_port, sizeof(n.tx_port));
 	s->addr = n.addr;
 	w->awaited[f] = 0;
+	w->refused[f] = 0;
 	/* Published last: the receivers and the progress thread look at fd. */
 	__atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&w->open_lock);
@@ -684,12 +693,18 @@ static int receive_forwarded(struct uro_context *ctx)
 static void heal_families(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
+	uint8_t awaited[URO_WIRE_FAMILIES];
 	int waiting = 0;
 
 	if (!uro_addr_watch_usable(w->addr_fd, w->ifindex))
 		return;
+	/* Read under the lock a refusal marks them under: an announcement
+	 * read after a bind failed then always finds its family waiting. */
+	pthread_mutex_lock(&w->open_lock);
+	memcpy(awaited, w->awaited, sizeof(awaited));
+	pthread_mutex_unlock(&w->open_lock);
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
-		if (w->awaited[f] && !socks_open(ctx, w, (enum uro_wire_family)f))
+		if (awaited[f] && !socks_open(ctx, w, (enum uro_wire_family)f))
 			uro_warn("device %s: now receiving RoCEv2 over IPv%c", ctx->dev->ibdev.name,
 				 f == URO_WIRE_IPV4 ? '4' : '6');
 	pthread_mutex_lock(&w->open_lock);

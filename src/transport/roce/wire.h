@@ -94,7 +94,8 @@ struct uro_wire_endpoint {
 	 * (address_watch.h; -1 while none waits). Under open_lock. */
 	uint8_t awaited[URO_WIRE_FAMILIES];
 	int addr_fd;
-	pthread_mutex_t rx_lock; /* one receiver at a time: the responders' state */
+	int refused[URO_WIRE_FAMILIES]; /* the errno last said of a family's bind, or 0 */
+	pthread_mutex_t rx_lock;	/* one receiver at a time: the responders' state */
 	uint8_t (*rx)[URO_WIRE_BUF];
 	uint8_t (
 	    *burst)[URO_WIRE_BUF]; /* the responders' packets (URO_WIRE_BURST), under rx_lock */
