@@ -277,19 +277,22 @@ static int list_users(FILE *f)
 	return n;
 }
 
-/* A process has the device open when the registry has a record of it. */
-static int uses_device(long pid, const char *dev)
+/* Whether the registry has a record of pid on a link of cfg (the one dev
+ * names, or any): the link's id, not its name, as another configuration
+ * may have a link of that name. With no cfg, on any uroce device. */
+static int uses_link(long pid, const char *path, const struct uro_config *cfg, const char *dev)
 {
 	struct uro_slot_record rec;
 
 	for (unsigned slot = 1; slot < URO_MAX_SLOTS; slot++) {
-		char name[sizeof(rec.device) + 1];
-
 		if (uro_registry_lookup(NULL, slot, &rec) != 1 || rec.pid != pid)
 			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)sizeof(rec.device), rec.device);
-		if (!dev || names(dev, name))
+		if (!cfg)
 			return 1;
+		for (int i = 0; i < cfg->n; i++)
+			if ((!dev || names(dev, cfg->links[i].name)) &&
+			    on_link(&rec, cfg->links[i].name, uro_link_id(path, &cfg->links[i])))
+				return 1;
 	}
 	return 0;
 }
@@ -303,9 +306,9 @@ static int no_such_user(const struct stat_args *a)
 	comm_of(a->pid, comm, sizeof(comm));
 	if (!comm[0])
 		fprintf(stderr, "uroce stat: no process %ld is running", a->pid);
-	else if (uses_device(a->pid, NULL))
+	else if (uses_link(a->pid, NULL, NULL, NULL))
 		fprintf(stderr, "uroce stat: process %ld (%s) does not have %s open", a->pid, comm,
-			a->dev);
+			a->dev ? a->dev : "a link of this configuration");
 	else
 		fprintf(stderr,
 			"uroce stat: process %ld (%s) does not use uroce (it has no uroce "
@@ -370,7 +373,7 @@ int uro_cmd_stat(int argc, char **argv)
 			a.dev);
 		return 1;
 	}
-	if (a.pid && !uses_device(a.pid, a.dev))
+	if (a.pid && !uses_link(a.pid, path, &cfg, a.dev))
 		return no_such_user(&a);
 	if (a.json)
 		putchar('[');

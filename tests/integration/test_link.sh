@@ -44,13 +44,19 @@ if printf '%s\n' "$out" | grep -q renamed; then bad "deleted link still shown"; 
 # A link deleted or changed under a running program: the program hears
 # IBV_EVENT_DEVICE_FATAL once, as rxe's users do on 'rdma link delete'
 # (ibv_asyncwatch prints each async event; line-buffered for the wait).
-watch() {
-	timeout $T "$UROCE" run stdbuf -oL ibv_asyncwatch -d "$1" >"$PAIR_DIR/$1" 2>&1 &
+# watch_in CONFIG DEVICE TAG [HOME]: a watcher of DEVICE, as a program of
+# CONFIG sees it, its output in TAG; one that never watches is a failure,
+# or a check that it heard nothing would pass for nothing.
+watch_in() {
+	UROCE_CONFIG=$1 HOME=${4:-$HOME} XDG_CONFIG_HOME= \
+		timeout $T "$UROCE" run stdbuf -oL ibv_asyncwatch -d "$2" >"$PAIR_DIR/$3" 2>&1 &
 	for _ in $(seq 100); do
-		LD_PRELOAD= grep -q "async event FD" "$PAIR_DIR/$1" && return
+		LD_PRELOAD= grep -q "async event FD" "$PAIR_DIR/$3" && return
 		sleep 0.05
 	done
+	bad "$3: ibv_asyncwatch on $2 never started watching: $(cat "$PAIR_DIR/$3")"
 }
+watch() { watch_in "$UROCE_CONFIG" "$1" "$1"; }
 fatal_seen() {
 	for _ in $(seq 100); do
 		LD_PRELOAD= grep -q "IBV_EVENT_DEVICE_FATAL" "$PAIR_DIR/$1" && return 0
@@ -76,14 +82,6 @@ timeout $T "$UROCE" link delete kept1
 # name from another configuration file keeps its device. Each configuration
 # is named here as programs name it (UROCE_CONFIG, or the default path
 # under HOME), and a changed link tells only the programs of that file.
-watch_in() { # CONFIG DEVICE TAG [HOME]: a watcher of DEVICE, output in TAG
-	UROCE_CONFIG=$1 HOME=${4:-$HOME} XDG_CONFIG_HOME= \
-		timeout $T "$UROCE" run stdbuf -oL ibv_asyncwatch -d "$2" >"$PAIR_DIR/$3" 2>&1 &
-	for _ in $(seq 100); do
-		LD_PRELOAD= grep -q "async event FD" "$PAIR_DIR/$3" && return
-		sleep 0.05
-	done
-}
 spared() { # TAG...: none heard DEVICE_FATAL (given time to, had it been sent)
 	sleep 0.5
 	for t in "$@"; do
@@ -140,7 +138,14 @@ wait_listen 18777 || bad "ibv_rc_pingpong never listened"
 out=$(timeout $T "$UROCE" stat qp uroce0 2>&1)
 expect_match "$out" 'comm ibv_rc_pingpong' "stat qp lists its configuration's program"
 out=$(UROCE_CONFIG=$other timeout $T "$UROCE" stat qp uroce0 2>&1)
+expect_status 0 $? "stat qp of the other configuration's uroce0"
 if printf '%s\n' "$out" | grep -q ibv_rc_pingpong; then bad "stat qp of another configuration's uroce0 lists this one's program"; else ok; fi
+# ...nor takes it for a user of its uroce0 when asked by pid. (pgrep hangs
+# with a sanitizer's runtime preloaded: not for it.)
+pp=$(LD_PRELOAD= timeout $T pgrep -P $srv)
+out=$(UROCE_CONFIG=$other timeout $T "$UROCE" stat --pid "$pp" uroce0 2>&1)
+expect_status 1 $? "stat --pid of another configuration's program"
+expect_match "$out" "^uroce stat: process $pp \(ibv_rc_pingpong\) does not have uroce0 open" "stat says the program has not this configuration's uroce0 open"
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
 
