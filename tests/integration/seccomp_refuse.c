@@ -13,6 +13,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -36,8 +37,12 @@ struct program {
 
 static void emit(struct program *p, struct sock_filter f)
 {
-	if (p->n < MAX_INSNS)
-		p->insn[p->n++] = f;
+	/* A program cut short would jump past its end: never run one. */
+	if (p->n == MAX_INSNS) {
+		fputs("seccomp_refuse: filter longer than MAX_INSNS\n", stderr);
+		exit(2);
+	}
+	p->insn[p->n++] = f;
 }
 
 static struct sock_filter load(unsigned offset)

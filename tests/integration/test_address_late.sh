@@ -42,10 +42,11 @@ port=$((20000 + ($$ % 4000)))
 ip -n $a link set ${a}v up && ip -n $b link set ${b}v up
 in_ns $a "$UD_ECHO" server roce1 1 $port >"$dir/srv" 2>&1 &
 srv=$!
-for _ in $(seq 100); do
+for _ in $(seq 250); do
 	grep -q '^ready' "$dir/srv" && break
 	sleep 0.02
 done
+grep -q '^ready' "$dir/srv" || bad "the echo server never reached RTS: $(cat "$dir/srv")"
 # The server must have met the tentative address, or this tests nothing.
 if [ -n "$(ip -n $a -6 addr show dev ${a}v tentative)" ]; then ok; else
 	bad "a's IPv6 address was no longer tentative when the server reached RTS"

@@ -9,7 +9,7 @@ T=${T:-600}
 . "$(dirname "$0")/lib.sh"
 src=${UROCE_SOURCE_DIR:?the source tree}
 work=$(mktemp -d /tmp/uroce-variants-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "$PAIR_DIR"; rm -f "$UROCE_CONFIG"' EXIT # and lib.sh's own
 
 variants=("Release gcc" "MinSizeRel gcc" "Debug gcc" "Release clang")
 for v in "${variants[@]}"; do

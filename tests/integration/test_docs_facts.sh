@@ -26,7 +26,9 @@ rows() {
 
 # same WHAT DOCS_LIST PROGRAM_LIST: two newline-separated lists, in order.
 same() {
-	if [ "$2" = "$3" ]; then ok; else
+	if [ -z "$2" ]; then
+		bad "$1: the docs' list is empty (its table is missing or no longer parses)"
+	elif [ "$2" = "$3" ]; then ok; else
 		bad "$1: the docs and the program differ (< docs, > program)"
 		diff <(printf '%s\n' "$2") <(printf '%s\n' "$3") | grep '^[<>]' | sed 's/^/    /' >&2
 	fi

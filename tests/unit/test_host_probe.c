@@ -163,11 +163,16 @@ static void test_port_holders_here(void)
 
 static void test_buffers(void)
 {
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), got, now = 0;
+	socklen_t len = sizeof(now);
 
-	CHECK(!uro_sockbuf_enough(208 << 10 >> 2)); /* a quarter of the default */
-	CHECK(uro_sockbuf_enough(2 * (208 << 10))); /* the default, doubled by the kernel */
-	CHECK(uro_sockbuf_grow_rcv(fd, 4096) >= 4096);
+	CHECK(!uro_sockbuf_enough(URO_WIRE_RCVBUF_NEED - 1));
+	CHECK(uro_sockbuf_enough(URO_WIRE_RCVBUF_NEED));
+	/* What it says it got is what the socket has. */
+	CHECK(fd >= 0);
+	got = uro_sockbuf_grow_rcv(fd, URO_WIRE_RCVBUF_WANT);
+	CHECK(!getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &now, &len));
+	CHECK(got > 0 && got == now);
 	close(fd);
 }
 
@@ -179,6 +184,5 @@ int main(void)
 	test_port_states();
 	test_port_holders_here();
 	test_buffers();
-	printf("%d passed, %d failed\n", check_passed, check_failed);
-	return check_failed != 0;
+	return check_report();
 }
