@@ -231,6 +231,7 @@ static int cmd_set(int argc, char **argv)
 	struct uro_config cfg;
 	const struct uro_link *old;
 	const char *newname = NULL;
+	const struct uro_link *now;
 	struct uro_link l, was;
 	int rc;
 
@@ -258,8 +259,8 @@ static int cmd_set(int argc, char **argv)
 		return 1;
 	/* The device its users opened is not the one the link now names,
 	 * unless nothing changed. */
-	l = *uro_config_find(&cfg, l.name);
-	if (uro_link_id(path, &l) != uro_link_id(path, &was))
+	now = uro_config_find(&cfg, l.name);
+	if (!now || uro_link_id(path, now) != uro_link_id(path, &was))
 		uro_link_gone_notify(path, &was);
 	return 0;
 }

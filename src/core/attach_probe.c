@@ -74,6 +74,10 @@ int uro_attach_probe(struct uro_attach_facts *f)
 	if (target == 0) {
 		char c;
 
+		/* Not the result pipe: a prober that dies without writing must
+		 * leave its reader an end of file, not a target holding it. */
+		close(res[0]);
+		close(res[1]);
 		close(hold[1]);
 		_exit(read(hold[0], &c, 1) < 0);
 	}

@@ -121,10 +121,13 @@ static void scan_process(pid_t pid, struct uro_port_holder *h, int n)
 
 int uro_port_holders(uint16_t port, pid_t skip, struct uro_port_holder *h, int max)
 {
-	int n = read_table("/proc/net/udp", AF_INET, port, h, 0, max), k = 0;
+	int n, k = 0;
 	struct dirent *e;
 	DIR *d;
 
+	/* scan_process marks what it finds in an array of this size. */
+	max = max < URO_PORT_HOLDERS_MAX ? max : URO_PORT_HOLDERS_MAX;
+	n = read_table("/proc/net/udp", AF_INET, port, h, 0, max);
 	n = read_table("/proc/net/udp6", AF_INET6, port, h, n, max);
 	n = n < max ? n : max;
 	d = opendir("/proc");
