@@ -25,6 +25,14 @@
 #include <stddef.h>
 #include <sys/uio.h>
 
+/* An address no process of any supported architecture can map: outside
+ * both x86-64's canonical halves, and, with arm64's ignored top byte, in
+ * the kernel's half. A request whose inline data could not be read when
+ * it was posted names it instead of the program's buffer, so that every
+ * later gather fails as that copy did, whatever the program maps at the
+ * buffer's address meanwhile. */
+#define URO_USER_NOWHERE 0x8080000000000000ull
+
 /* memcpy, or EFAULT (and dst partly written) when either side faults. */
 int uro_user_copy(void *dst, const void *src, size_t len);
 

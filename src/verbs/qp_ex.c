@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "user_memory.h"
 
 /* The send operations uroce executes. */
 #define SUPPORTED_SEND_OPS                                                                         \
@@ -131,8 +132,9 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr,
 	p = current(qpx);
 	if (!p)
 		return;
-	memcpy(p->data, atomic_wr, 8);
-	p->sge[0] = (struct ibv_sge){.addr = (uintptr_t)p->data, .length = 8};
+	p->sge[0] = (struct ibv_sge){
+	    .addr = uro_user_copy(p->data, atomic_wr, 8) ? URO_USER_NOWHERE : (uintptr_t)p->data,
+	    .length = 8};
 	p->wr.num_sge = 1;
 	p->wr.send_flags |= IBV_SEND_INLINE;
 }
@@ -205,11 +207,14 @@ static void wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint
 	wr_set_sge_list(qpx, 1, &sge);
 }
 
-/* Inline data is copied now: the caller may reuse its buffers at once. */
+/* Inline data is copied now: the caller may reuse its buffers at once. A
+ * buffer that cannot be read fails the request when it runs
+ * (URO_USER_NOWHERE), as ibv_post_send's does. */
 static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n, const struct ibv_data_buf *b)
 {
 	struct uro_pending *p = current(qpx);
 	size_t off = 0;
+	int lost = 0;
 
 	if (!p)
 		return;
@@ -218,10 +223,10 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n, const struc
 			batch_fail(qpx, EINVAL);
 			return;
 		}
-		memcpy(p->data + off, b[i].addr, b[i].length);
+		lost |= uro_user_copy(p->data + off, b[i].addr, b[i].length);
 		off += b[i].length;
 	}
-	p->sge[0].addr = (uintptr_t)p->data;
+	p->sge[0].addr = lost ? URO_USER_NOWHERE : (uintptr_t)p->data;
 	p->sge[0].length = (uint32_t)off;
 	p->sge[0].lkey = 0;
 	p->wr.num_sge = 1;

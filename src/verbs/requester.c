@@ -665,13 +665,16 @@ void uro_pending_copy(struct uro_pending *p, const struct ibv_send_wr *wr, uint3
 		memcpy(p->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*p->sge));
 	if (!(wr->send_flags & IBV_SEND_INLINE))
 		return;
-	/* Inline data is the program's until the post returns. One it cannot
-	 * read keeps naming the program's buffer, whose probe at execution
-	 * then fails the request (uro_send_gather). */
+	/* Inline data is the program's until the post returns, and only
+	 * then: one it cannot read then names nowhere, so the request fails
+	 * when it runs (LOC_PROT_ERR) instead of sending what the program may
+	 * map at that address by then. */
 	for (int i = 0; i < wr->num_sge; i++) {
 		if (uro_user_copy(p->data + off, (void *)(uintptr_t)wr->sg_list[i].addr,
-				  wr->sg_list[i].length))
+				  wr->sg_list[i].length)) {
+			p->sge[i].addr = URO_USER_NOWHERE;
 			continue;
+		}
 		p->sge[i].addr = (uintptr_t)(p->data + off);
 		off += wr->sg_list[i].length;
 	}

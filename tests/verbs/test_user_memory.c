@@ -64,16 +64,20 @@ static void region_free(struct region *g, enum loss how)
  * in ERR, and each case starts anew. */
 static struct ibv_qp *new_qp(struct side *s)
 {
-	struct ibv_qp_init_attr init = {.qp_type = IBV_QPT_RC,
-					.send_cq = s->cq,
-					.recv_cq = s->cq,
-					.cap = {.max_send_wr = 4,
-						.max_recv_wr = 4,
-						.max_send_sge = 1,
-						.max_recv_sge = 1,
-						.max_inline_data = 64}};
+	struct ibv_qp_init_attr_ex init = {.qp_type = IBV_QPT_RC,
+					   .send_cq = s->cq,
+					   .recv_cq = s->cq,
+					   .cap = {.max_send_wr = 4,
+						   .max_recv_wr = 4,
+						   .max_send_sge = 1,
+						   .max_recv_sge = 1,
+						   .max_inline_data = 64},
+					   .comp_mask = IBV_QP_INIT_ATTR_PD |
+							IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					   .pd = s->pd,
+					   .send_ops_flags = IBV_QP_EX_WITH_SEND};
 
-	return ibv_create_qp(s->pd, &init);
+	return ibv_create_qp_ex(s->ctx, &init);
 }
 
 static int connect_pair(void)
@@ -178,6 +182,65 @@ static void test_receive_buffer(uint32_t len, enum loss how, int access)
 	region_free(&g, how);
 }
 
+/* An inline SEND that must wait (here behind a SEND waiting for a
+ * receive, RNR) is the request's own from the post on: the program may
+ * reuse its buffer once ibv_post_send returns (ibv_post_send(3)). One
+ * unreadable then is that request's LOC_PROT_ERR whenever it runs: what
+ * the program maps at the address afterwards never goes out. */
+static void test_deferred_inline(void)
+{
+	uint8_t *page = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_wc wc;
+
+	if (page == MAP_FAILED || connect_pair()) {
+		CHECK(0);
+		return;
+	}
+	memset(S.buf, 0xc3, SMALL);
+	memset(R.buf, 0, PAGE * 2);
+	CHECK_EQ(post(S.qp, IBV_WR_SEND, S.buf, SMALL, S.mr->lkey, 0), 0);
+	CHECK_EQ(post(S.qp, IBV_WR_SEND, page, SMALL, 0, IBV_SEND_INLINE), 0);
+	CHECK_EQ(mprotect(page, PAGE, PROT_READ | PROT_WRITE), 0);
+	memset(page, 0xee, SMALL);
+	CHECK_EQ(post_recv_buf(&R, 1, R.buf, LARGE), 0);
+	CHECK_EQ(post_recv_buf(&R, 2, R.buf + PAGE, LARGE), 0);
+	CHECK_EQ(next_status(&S), IBV_WC_SUCCESS);
+	CHECK_EQ(next_status(&S), IBV_WC_LOC_PROT_ERR);
+	CHECK(poll_one(R.cq, &wc) == 1 && wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS);
+	CHECK_EQ(R.buf[0], 0xc3);
+	/* The second receive is flushed or left waiting, never filled. */
+	CHECK(ibv_poll_cq(R.cq, 1, &wc) == 0 || wc.status != IBV_WC_SUCCESS);
+	CHECK_EQ(R.buf[PAGE], 0);
+	munmap(page, PAGE);
+}
+
+/* The same through ibv_wr_set_inline_data(3), which copies the data in
+ * the call: a buffer it cannot read is the request's LOC_PROT_ERR, not a
+ * fault in the program. */
+static void test_wr_inline(void)
+{
+	struct ibv_qp_ex *qpx;
+	struct region g;
+	struct ibv_wc wc;
+
+	if (connect_pair() || region_make(&g, &S, PAGE, ALL_ACCESS)) {
+		CHECK(0);
+		return;
+	}
+	qpx = ibv_qp_to_qp_ex(S.qp);
+	CHECK_EQ(post_recv_buf(&R, 1, R.buf, LARGE), 0);
+	region_lose(&g, NO_ACCESS);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 7;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data(qpx, g.buf, SMALL);
+	CHECK_EQ(ibv_wr_complete(qpx), 0);
+	CHECK_EQ(next_status(&S), IBV_WC_LOC_PROT_ERR);
+	CHECK_EQ(ibv_poll_cq(R.cq, 1, &wc), 0);
+	region_free(&g, NO_ACCESS);
+}
+
 /* After every failure, a new pair on the same contexts still works. */
 static void test_others_keep_working(void)
 {
@@ -215,6 +278,8 @@ int main(void)
 	RUN(test_receive_buffer(SMALL, UNMAPPED, IBV_ACCESS_LOCAL_WRITE), 10);
 	RUN(test_receive_buffer(SMALL, READ_ONLY, ALL_ACCESS), 10);
 	RUN(test_receive_buffer(LARGE, READ_ONLY, IBV_ACCESS_LOCAL_WRITE), 10);
+	RUN(test_deferred_inline(), 10);
+	RUN(test_wr_inline(), 10);
 	RUN(test_others_keep_working(), 10);
 	side_close(&S);
 	side_close(&R);
