@@ -2,7 +2,8 @@
  * it at post time (errno and bad_wr), then executed at once against the
  * target's published tables, moving the bytes with cross-memory attach
  * (docs/design.md, Intra-host: the initiator is the NIC): the target
- * process runs no code. A request waits only when a NIC's would: behind an
+ * process runs no code, except for atomics, which it executes itself
+ * (atomic_table.h). A request waits only when a NIC's would: behind an
  * RNR NAK (no receive posted), retried on the responder's RNR timer
  * (IBTA 9.7.5.2.8), or unacknowledged (the target QP is not ready for it),
  * retried on the local ACK timeout (IBTA 9.7.6.1.3). */
