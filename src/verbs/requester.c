@@ -923,8 +923,10 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		}
 		st = run(ctx, qp, wr, seq);
 		if (waits(st)) {
-			if ((err = pending_alloc(qp)))
+			if ((err = pending_alloc(qp))) {
+				atomic_forget(qp); /* not kept: its slot goes back */
 				break;
+			}
 			defer(ctx, qp, wr, seq, st);
 		}
 	}
