@@ -179,7 +179,7 @@ struct uro_qp {
 	unsigned retry_left;	  /* transport retries left for the head */
 	/* The head's atomic, posted to its target's table and not yet
 	 * answered (requester.c): a retry waits for it again rather than
-	 * post it twice (IBTA 9.4.5). NULL peer: none. */
+	 * post it twice (IBTA 9.7.5.1.1). NULL peer: none. */
 	struct uro_peer *atomic_peer;
 	struct uro_atomic_ticket atomic_ticket;
 	struct uro_qp_wire *wire;  /* its peer is reached over RoCEv2; NULL: shared memory */
