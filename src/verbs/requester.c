@@ -467,9 +467,10 @@ static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struc
 /* Hands the atomic to the target process, which executes it
  * (atomic_table.h), and waits for the answer; or, for the head of the
  * pending queue, waits again for the one it already handed over: a retry
- * never executes an atomic twice (IBTA 9.7.5.1.1: a duplicate atomic is answered, not executed).
- * IBV_WC_SUCCESS with *old, the responder's error, or RESULT_NO_ACK: the target did not answer in
- * time, or answered that it could not take the request now. */
+ * never executes an atomic twice (IBTA 9.7.5.1.1: a duplicate atomic is
+ * answered, not executed). IBV_WC_SUCCESS with *old, the responder's
+ * error, or RESULT_NO_ACK: the target did not answer in time, or answered
+ * that it could not take the request now. */
 static int atomic_answer(struct uro_qp *qp, struct target *t, const struct uro_atomic_request *rq,
 			 uint64_t *old)
 {
