@@ -106,8 +106,7 @@ void uro_release(struct uro_holds *h)
 	h->n = 0;
 }
 
-/* A holder that will never let go: gone, or dead and not yet reaped. */
-static int holder_gone(uint32_t pid)
+int uro_holder_gone(uint32_t pid)
 {
 	char path[64], buf[256], *state;
 	FILE *f;
@@ -131,7 +130,7 @@ static void wait_lane(uint64_t *lane)
 	while ((v = __atomic_load_n(lane, __ATOMIC_SEQ_CST))) {
 		if (waited >= HOLDER_CHECK_NS) {
 			waited = 0;
-			if (lane_pid(v) != uro_self_pid() && holder_gone(lane_pid(v))) {
+			if (lane_pid(v) != uro_self_pid() && uro_holder_gone(lane_pid(v))) {
 				__atomic_compare_exchange_n(lane, &v, 0, 0, __ATOMIC_SEQ_CST,
 							    __ATOMIC_RELAXED);
 				continue;

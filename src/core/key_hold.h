@@ -46,6 +46,11 @@ int uro_holds_valid(const struct uro_peer *p, const struct uro_holds *h);
 
 void uro_release(struct uro_holds *h);
 
+/* A holder that will never let go: its process is gone, or dead and not
+ * yet reaped (a pid reused since makes a dead one look alive, which is
+ * accepted). Also asked of an atomic slot's initiator (atomic_table.c). */
+int uro_holder_gone(uint32_t pid);
+
 /* The owner, after making e unreachable (in_use, key or bound changed):
  * returns once no live process holds it. */
 void uro_key_quiesce(struct uro_seg_mr *e);

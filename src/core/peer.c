@@ -26,6 +26,7 @@ static void set_tables(struct uro_peer *p)
 	p->srq = (struct uro_seg_srq *)(p->base + layout.srq_off);
 	p->mr = (struct uro_seg_mr *)(p->base + layout.mr_off);
 	p->mcast = (struct uro_seg_mcast *)(p->base + layout.mcast_off);
+	p->atomics = (struct uro_seg_atomics *)(p->base + layout.atomic_off);
 	p->arena_off = layout.arena_off;
 }
 

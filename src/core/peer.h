@@ -34,6 +34,7 @@ struct uro_peer {
 	struct uro_seg_srq *srq;
 	struct uro_seg_mr *mr;
 	struct uro_seg_mcast *mcast; /* URO_MAX_MCAST_ATTACH entries */
+	struct uro_seg_atomics *atomics;
 	/* The owner's pipes (channels, async events) opened through /proc:
 	 * looked up without a lock, added under fds_lock. */
 	int nfds;

@@ -31,17 +31,6 @@ static int init_pools(struct uro_segment *s)
 	return 0;
 }
 
-static void init_atomic_lock(pthread_mutex_t *m)
-{
-	pthread_mutexattr_t a;
-
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(m, &a);
-	pthread_mutexattr_destroy(&a);
-}
-
 /* Where each table starts: the one layout both the size and the
  * mapping are computed from. */
 void uro_seg_table_offsets(struct uro_seg_header *h)
@@ -57,7 +46,9 @@ void uro_seg_table_offsets(struct uro_seg_header *h)
 	h->mr_off = off;
 	off = align_up(off + URO_MAX_MR * sizeof(struct uro_seg_mr), 4096);
 	h->mcast_off = off;
-	h->arena_off = align_up(off + URO_MAX_MCAST_ATTACH * sizeof(struct uro_seg_mcast), 4096);
+	off = align_up(off + URO_MAX_MCAST_ATTACH * sizeof(struct uro_seg_mcast), 4096);
+	h->atomic_off = off;
+	h->arena_off = align_up(off + sizeof(struct uro_seg_atomics), 4096);
 }
 
 static void lay_out(struct uro_segment *s, unsigned slot)
@@ -72,7 +63,6 @@ static void lay_out(struct uro_segment *s, unsigned slot)
 	h->size = s->size;
 	uro_seg_table_offsets(h);
 	h->async_wfd = -1;
-	init_atomic_lock(&h->atomic_lock);
 }
 
 size_t uro_seg_size(void)

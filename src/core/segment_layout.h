@@ -15,7 +15,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 12
+#define URO_SEG_VERSION 13
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 /* What the owner's port counts, read by `uroce stat` from another process
@@ -188,6 +188,51 @@ struct uro_seg_mcast {
 	uint8_t reserved[8];
 };
 
+/* Atomics aimed at this process's memory, executed by the process itself
+ * (atomic_table.c): an initiator claims a slot, writes its request there
+ * and waits for the owner's thread to answer in it, so that no initiator
+ * ever holds what another waits for. */
+#define URO_ATOMIC_SLOTS 64
+
+enum uro_atomic_state {
+	URO_ATOMIC_FREE,
+	URO_ATOMIC_CLAIMED,   /* an initiator is writing its request */
+	URO_ATOMIC_POSTED,    /* ready for the owner */
+	URO_ATOMIC_TAKEN,     /* the owner is executing it */
+	URO_ATOMIC_DONE,      /* answered: status and old are valid */
+	URO_ATOMIC_ABANDONED, /* taken, and its initiator has given up: the owner frees it */
+};
+
+/* A status of the owner's besides enum ibv_wc_status: it did not execute
+ * the request (its key's lanes were full, its QP not ready), as a
+ * responder that drops a packet. */
+#define URO_ATOMIC_UNANSWERED 0xffffffffu
+
+struct uro_seg_atomic {
+	uint32_t state;	 /* enum uro_atomic_state; the futex the initiator sleeps on */
+	int32_t owner;	 /* the initiator's pid, for reclaiming a dead one's slot */
+	uint32_t ticket; /* bumped at each claim: names one use of the slot */
+	uint32_t rkey, pd, qpn;
+	uint32_t status;  /* answered: enum ibv_wc_status or URO_ATOMIC_UNANSWERED */
+	uint16_t kind;	  /* enum uro_user_atomic_kind */
+	uint16_t waiting; /* the initiator sleeps on state: wake it */
+	uint64_t va, operand, compare;
+	uint64_t old; /* answered: what the 8 bytes held */
+};
+
+struct uro_seg_atomics {
+	/* The slots posted and not yet looked at, a bit each, which the
+	 * owner's thread takes all at once. */
+	uint64_t posted;
+	/* Bumped by an initiator that finds the thread asleep: the futex it
+	 * sleeps on (futex(2) words are 32 bits). */
+	uint32_t doorbell;
+	uint32_t asleep;
+	uint32_t serving; /* the owner's thread runs: ATOMIC WRITE may use it */
+	uint8_t pad[44];
+	struct uro_seg_atomic slot[URO_ATOMIC_SLOTS];
+};
+
 struct uro_seg_header {
 	uint64_t magic;
 	uint32_t version;
@@ -195,14 +240,10 @@ struct uro_seg_header {
 	int32_t pid;
 	uint32_t uid;
 	uint64_t size;
-	uint64_t qp_off, cq_off, srq_off, mr_off, mcast_off, arena_off;
+	uint64_t qp_off, cq_off, srq_off, mr_off, mcast_off, atomic_off, arena_off;
 	struct uro_seg_counters counters;
 	int32_t async_wfd; /* the owner's async-event pipe */
 	uint32_t closed;   /* set when the owner closes the context */
-	/* Serialises every atomic operation that targets this process, so
-	 * atomics are atomic with respect to each other (IBV_ATOMIC_HCA).
-	 * Robust: a peer that dies holding it does not wedge the others. */
-	pthread_mutex_t atomic_lock;
 	/* The owner's connected QPs take the wire path even to this host's
 	 * processes (UROCE_TRANSPORT=roce, UROCE_FAULTS, UROCE_PCAP): a peer
 	 * connecting to one of them must take it too (wire_qp.c). */
@@ -222,5 +263,8 @@ _Static_assert(sizeof(struct uro_seg_cq) == 64, "CQ entry size");
 _Static_assert(sizeof(struct uro_seg_srq) == 128, "SRQ entry size");
 _Static_assert(sizeof(struct uro_seg_mr) == 128, "MR entry size");
 _Static_assert(sizeof(struct uro_seg_mcast) == 32, "multicast entry size");
+_Static_assert(sizeof(struct uro_seg_atomic) == 64, "an atomic slot on a cache line of its own");
+_Static_assert(offsetof(struct uro_seg_atomics, slot) == 64, "the doorbell on a line of its own");
+_Static_assert(URO_ATOMIC_SLOTS <= 64, "one bit a slot in posted");
 
 #endif

@@ -18,8 +18,9 @@ struct guard {
 	sigjmp_buf env;
 	const struct iovec *iov; /* the program's buffers */
 	int n;
-	struct iovec other; /* and one more, the copy's other side */
-	int write;	    /* a probe's: for writing */
+	struct iovec other;		/* and one more, the copy's other side */
+	int write;			/* a probe's: for writing */
+	struct uro_user_atomic *atomic; /* an atomic's operands and result */
 };
 
 /* This thread's access under way, or NULL. Initial-exec so that the
@@ -180,4 +181,36 @@ int uro_user_probe(const struct iovec *iov, int n, int write)
 	struct guard g = {.iov = iov, .n = n, .write = write};
 
 	return guarded(probe, &g);
+}
+
+/* One CPU instruction on the 8 bytes (a locked add, a compare-exchange, an
+ * aligned store), so that it is atomic with respect to every other atomic
+ * on them, from any thread of the process. */
+static void atomic_access(const struct guard *g)
+{
+	struct uro_user_atomic *a = g->atomic;
+	uint64_t *p = g->other.iov_base;
+
+	switch (a->kind) {
+	case URO_ATOMIC_FETCH_ADD:
+		a->old = __atomic_fetch_add(p, a->operand, __ATOMIC_SEQ_CST);
+		break;
+	case URO_ATOMIC_CMP_SWAP:
+		a->old = a->compare;
+		__atomic_compare_exchange_n(p, &a->old, a->operand, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+		break;
+	default:
+		a->old = __atomic_exchange_n(p, a->operand, __ATOMIC_SEQ_CST);
+		break;
+	}
+}
+
+int uro_user_atomic(void *addr, struct uro_user_atomic *a)
+{
+	struct guard g = {.other = {addr, 8}, .atomic = a};
+
+	if ((uintptr_t)addr & 7)
+		return EFAULT;
+	return guarded(atomic_access, &g);
 }

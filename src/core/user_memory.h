@@ -23,6 +23,7 @@
 #define URO_USER_MEMORY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 /* An address no process of any supported architecture can map: outside
@@ -43,5 +44,19 @@ int uro_user_gather(void *dst, const struct iovec *iov, int n);
  * EFAULT. Probing touches one byte a page and changes nothing: a write is
  * probed with an atomic OR of zero. */
 int uro_user_probe(const struct iovec *iov, int n, int write);
+
+/* An atomic on 8 aligned bytes of this process's memory: a fetch-and-add
+ * (operand added), a compare-and-swap (operand stored when the bytes equal
+ * compare) or an ATOMIC WRITE (operand stored). old is what they held. */
+enum uro_user_atomic_kind { URO_ATOMIC_FETCH_ADD, URO_ATOMIC_CMP_SWAP, URO_ATOMIC_WRITE };
+struct uro_user_atomic {
+	enum uro_user_atomic_kind kind;
+	uint64_t operand, compare;
+	uint64_t old;
+};
+
+/* Executes a at addr as one CPU atomic: 0, or EFAULT when the memory is
+ * not there or not writable (a->old then means nothing). */
+int uro_user_atomic(void *addr, struct uro_user_atomic *a);
 
 #endif

@@ -74,6 +74,7 @@ void uro_contexts_unlock(void)
 
 static void context_free(struct uro_context *ctx)
 {
+	uro_atomic_server_stop(ctx);
 	uro_progress_stop(ctx);
 	uro_wire_close(ctx);
 	/* Peers that cached this segment must look again: the slot may soon
@@ -187,6 +188,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&ctx->peers_lock, NULL);
 	uro_progress_init(ctx);
+	uro_atomic_server_init(ctx);
 	uro_device_model_build(&dev->link, &ctx->model);
 	if (!ctx->model.netdev_present)
 		uro_warn("%s: netdev %s is missing; its port is down", dev->link.name,

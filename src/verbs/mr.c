@@ -103,6 +103,8 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	mr->pd->users++;
 	publish(mr);
 	uro_unlock(ctx);
+	if (access & IBV_ACCESS_REMOTE_ATOMIC)
+		uro_atomic_server_start(ctx);
 	return &mr->ibmr;
 }
 
@@ -196,6 +198,8 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 		mr->pub->access = (unsigned)access;
 	publish(mr);
 	uro_unlock(ctx);
+	if (mr->pub->access & IBV_ACCESS_REMOTE_ATOMIC)
+		uro_atomic_server_start(ctx);
 	return 0;
 input:
 	errno = EINVAL;

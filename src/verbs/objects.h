@@ -11,6 +11,7 @@
 #include <sys/single_threaded.h>
 #include <sys/uio.h>
 
+#include "atomic_table.h"
 #include "config.h"
 #include "cqe.h"
 #include "device_model.h"
@@ -47,6 +48,14 @@ struct uro_progress_thread {
 	int running, stop, kicked, failed;
 };
 
+/* The thread that executes the atomics aimed at this process's memory
+ * (atomic_server.c). */
+struct uro_atomic_server {
+	pthread_mutex_t lock; /* starting it */
+	pthread_t thread;
+	int running, stop, failed;
+};
+
 struct uro_context {
 	struct verbs_context vctx; /* ends with the struct ibv_context */
 	/* The context whose state this one works on: itself, or for a context
@@ -73,6 +82,7 @@ struct uro_context {
 	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */
 	unsigned pending_qps;		       /* QPs with WQEs waiting for RNR */
 	struct uro_progress_thread progress;
+	struct uro_atomic_server atomics;
 	struct uro_wire_endpoint *wire; /* RoCEv2: opened by the first QP on the wire */
 	/* 1 + the last empty GID index the program read: an example given
 	 * "-g N" of an empty slot then builds an address without a GRH, and
@@ -164,9 +174,14 @@ struct uro_qp {
 	pthread_spinlock_t rq_lock;
 	struct uro_pending *pending; /* WQEs waiting behind an RNR NAK (requester.c) */
 	uint32_t pending_head, pending_n;
-	uint64_t rnr_deadline_ns;  /* when the head of pending is tried again */
-	unsigned rnr_left;	   /* RNR retries left for the head */
-	unsigned retry_left;	   /* transport retries left for the head */
+	uint64_t rnr_deadline_ns; /* when the head of pending is tried again */
+	unsigned rnr_left;	  /* RNR retries left for the head */
+	unsigned retry_left;	  /* transport retries left for the head */
+	/* The head's atomic, posted to its target's table and not yet
+	 * answered (requester.c): a retry waits for it again rather than
+	 * post it twice (IBTA 9.7.5.1.1). NULL peer: none. */
+	struct uro_peer *atomic_peer;
+	struct uro_atomic_ticket atomic_ticket;
 	struct uro_qp_wire *wire;  /* its peer is reached over RoCEv2; NULL: shared memory */
 	struct uro_pending *batch; /* the ibv_wr_* batch being built (qp_ex.c) */
 	uint32_t batch_n;
@@ -244,6 +259,11 @@ void uro_progress_init(struct uro_context *ctx);
  * Called with no QP lock held. */
 void uro_progress_kick(struct uro_context *ctx);
 void uro_progress_stop(struct uro_context *ctx);
+/* The atomic server (atomic_server.c): started once this process may be
+ * the target of atomics; idempotent, and cheap once running. */
+void uro_atomic_server_init(struct uro_context *ctx);
+void uro_atomic_server_start(struct uro_context *ctx);
+void uro_atomic_server_stop(struct uro_context *ctx);
 void uro_qp_drop_pending(struct uro_qp *qp);
 
 /* Memory windows (mw.c). */

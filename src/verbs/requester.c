@@ -2,7 +2,8 @@
  * it at post time (errno and bad_wr), then executed at once against the
  * target's published tables, moving the bytes with cross-memory attach
  * (docs/design.md, Intra-host: the initiator is the NIC): the target
- * process runs no code. A request waits only when a NIC's would: behind an
+ * process runs no code, except for atomics, which it executes itself
+ * (atomic_table.h). A request waits only when a NIC's would: behind an
  * RNR NAK (no receive posted), retried on the responder's RNR timer
  * (IBTA 9.7.5.2.8), or unacknowledged (the target QP is not ready for it),
  * retried on the local ACK timeout (IBTA 9.7.6.1.3). */
@@ -12,8 +13,9 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "memory_window.h"
+#include "atomic_table.h"
 #include "cq_ring.h"
+#include "memory_window.h"
 #include "objects.h"
 #include "opcode.h"
 #include "port_counters.h"
@@ -457,102 +459,152 @@ static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struc
 	return remote_move(t, 0, liov, nl, &riov, len, &h);
 }
 
-/* A live holder keeps the atomic lock for two small copies; one that
- * holds it longer is stopped, dead or hostile. */
-#define ATOMIC_LOCK_WAIT_NS (1000ull * 1000)
+/* How long an atomic waits for its target's answer before it is left to
+ * the ACK timer, as a request with no answer is. A target whose thread is
+ * awake answers in a microsecond, one asleep in tens of them. */
+#define ATOMIC_WAIT_NS (1000ull * 1000)
 
-/* The target's atomic lock, waited for a bounded time: 0, or -1 when
- * another process holds it too long. That responder then does not answer
- * this request, which is retried on the ACK timeout as any unanswered
- * request is (IBTA 9.7.6.1.3): a stopped process never stalls others. */
-int uro_atomic_lock(pthread_mutex_t *lock)
+/* Hands the atomic to the target process, which executes it
+ * (atomic_table.h), and waits for the answer; or, for the head of the
+ * pending queue, waits again for the one it already handed over: a retry
+ * never executes an atomic twice (IBTA 9.7.5.1.1: a duplicate atomic is
+ * answered, not executed). IBV_WC_SUCCESS with *old, the responder's
+ * error, or RESULT_NO_ACK: the target did not answer in time, or answered
+ * that it could not take the request now. */
+static int atomic_answer(struct uro_qp *qp, struct target *t, const struct uro_atomic_request *rq,
+			 uint64_t *old)
 {
-	struct timespec until;
-	int rc;
+	struct uro_atomic_answer a;
+	int r;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += (long)ATOMIC_LOCK_WAIT_NS;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
+	if (!qp->atomic_peer) {
+		if (uro_atomic_post(t->peer, rq, &qp->atomic_ticket))
+			return RESULT_NO_ACK; /* every slot held: a busy responder */
+		qp->atomic_peer = t->peer;
 	}
-	rc = pthread_mutex_clocklock(lock, CLOCK_MONOTONIC, &until);
-	if (rc == EOWNERDEAD)
-		pthread_mutex_consistent(lock);
-	return rc == 0 || rc == EOWNERDEAD ? 0 : -1;
+	r = uro_atomic_wait(qp->atomic_peer, &qp->atomic_ticket, ATOMIC_WAIT_NS, &a);
+	if (r == 0)
+		return RESULT_NO_ACK;
+	qp->atomic_peer = NULL;
+	if (r < 0 || a.status == URO_ATOMIC_UNANSWERED)
+		return RESULT_NO_ACK;
+	if (a.status != IBV_WC_SUCCESS) {
+		uro_qp_error(t->qp_peer, t->qp);
+		return (int)a.status;
+	}
+	*old = a.old;
+	return IBV_WC_SUCCESS;
 }
 
-/* Every atomic aimed at a process holds that process's atomic lock, so
- * atomics are atomic with respect to one another (IBV_ATOMIC_HCA). */
-static int atomic_op(const struct ibv_send_wr *wr, struct target *t, const struct iovec *liov,
-		     int nl, uint64_t len)
+/* The head's atomic ends without its answer (out of retries, flushed,
+ * dropped with its QP): its slot goes back to the target's table. */
+static void atomic_forget(struct uro_qp *qp)
 {
-	pthread_mutex_t *lock = &t->peer->hdr->atomic_lock;
-	uint64_t old, new;
-	struct iovec self = {&old, 8}, riov;
-	struct uro_holds h;
-	int err;
+	if (!qp->atomic_peer)
+		return;
+	uro_atomic_abandon(qp->atomic_peer, &qp->atomic_ticket);
+	qp->atomic_peer = NULL;
+}
 
-	if (len != 8 || nl != 1)
-		return IBV_WC_LOC_LEN_ERR;
-	if (wr->wr.atomic.remote_addr & 7) {
+/* The responder's checks of an atomic, made here as for every request so
+ * that each failure has the status a NIC's responder gives it: 8-byte
+ * alignment, then the key, PD, bounds and access. */
+static int atomic_check(struct target *t, uint32_t rkey, uint64_t va, unsigned access)
+{
+	struct uro_holds h;
+	struct iovec riov;
+	int st;
+
+	if (va & 7) {
 		uro_qp_error(t->qp_peer, t->qp);
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
-	err = remote_range(t, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
-			   IBV_ACCESS_REMOTE_ATOMIC, &riov, &h);
-	if (err != IBV_WC_SUCCESS)
-		return err;
-	if (uro_atomic_lock(lock)) {
-		uro_release(&h);
-		return RESULT_NO_ACK;
+	st = remote_range(t, rkey, va, 8, access, &riov, &h);
+	if (st == IBV_WC_SUCCESS)
+		uro_release(&h); /* the target holds the key while it executes */
+	return st;
+}
+
+static void atomic_request(const struct ibv_send_wr *wr, const struct target *t,
+			   struct uro_atomic_request *rq)
+{
+	int cas = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+
+	rq->kind = cas ? URO_ATOMIC_CMP_SWAP : URO_ATOMIC_FETCH_ADD;
+	rq->rkey = wr->wr.atomic.rkey;
+	rq->pd = t->key_pd;
+	rq->qpn = t->qp->qpn;
+	rq->va = wr->wr.atomic.remote_addr;
+	rq->operand = cas ? wr->wr.atomic.swap : wr->wr.atomic.compare_add;
+	rq->compare = wr->wr.atomic.compare_add;
+}
+
+/* FETCH_AND_ADD and CMP_AND_SWP, executed by the target process with one
+ * CPU atomic on its memory: atomic with respect to every other atomic on
+ * it, from this host or the wire (IBV_ATOMIC_HCA), and no initiator holds
+ * anything another waits for (atomic_table.h). */
+static int atomic_op(struct uro_qp *qp, const struct ibv_send_wr *wr, struct target *t,
+		     const struct iovec *liov, int nl, uint64_t len)
+{
+	struct uro_atomic_request rq;
+	uint64_t old;
+	int st;
+
+	if (len != 8 || nl != 1)
+		return IBV_WC_LOC_LEN_ERR;
+	if (!qp->atomic_peer) {
+		st = atomic_check(t, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr,
+				  IBV_ACCESS_REMOTE_ATOMIC);
+		if (st != IBV_WC_SUCCESS)
+			return st;
 	}
-	err = move(t->peer, 0, &self, 1, &riov, 1, 8, NULL);
-	if (!err) {
-		if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-			new = old + wr->wr.atomic.compare_add;
-		else
-			new = old == wr->wr.atomic.compare_add ? wr->wr.atomic.swap : old;
-		self.iov_base = &new;
-		err = move(t->peer, 1, &self, 1, &riov, 1, 8, NULL);
-	}
-	pthread_mutex_unlock(lock);
-	uro_release(&h);
-	if (err)
-		return move_status(t->peer, err, IBV_WC_REM_ACCESS_ERR);
+	atomic_request(wr, t, &rq);
+	st = atomic_answer(qp, t, &rq, &old);
+	if (st != IBV_WC_SUCCESS)
+		return st;
 	/* The original value, to the requester: its buffer may have gone since
 	 * the gather's probe. */
 	return uro_user_copy(liov[0].iov_base, &old, 8) ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
 }
 
-/* ATOMIC WRITE: 8 bytes land as one, under the target's atomic lock like
- * every atomic, so no other atomic sees half of them. Alignment and access
- * are an RDMA WRITE's plus an atomic's alignment (IBTA 1.5, 9.4.6). */
-static int atomic_write(const struct ibv_send_wr *wr, struct target *t, const struct iovec *liov,
-			int nl, uint64_t len)
+/* ATOMIC WRITE: 8 bytes land as one (IBTA 1.5, 9.4.7). Alignment and access
+ * are an RDMA WRITE's plus an atomic's alignment. Where the target runs its
+ * atomic server, the target stores them, atomic with respect to its other
+ * atomics. A target without one takes no FETCH_AND_ADD or CMP_AND_SWP at
+ * all (atomic_server.c starts with the first region or QP that could take
+ * them): there the 8 bytes are one cross-memory write, as a WRITE's. */
+static int atomic_write(struct uro_qp *qp, const struct ibv_send_wr *wr, struct target *t,
+			const struct iovec *liov, int nl, uint64_t len)
 {
-	pthread_mutex_t *lock = &t->peer->hdr->atomic_lock;
+	struct uro_atomic_request rq = {.kind = URO_ATOMIC_WRITE,
+					.rkey = wr->wr.rdma.rkey,
+					.pd = t->key_pd,
+					.qpn = t->qp->qpn,
+					.va = wr->wr.rdma.remote_addr};
 	struct uro_holds h;
 	struct iovec riov;
-	int err;
+	uint64_t old;
+	int st;
 
 	if (len != 8)
 		return IBV_WC_LOC_LEN_ERR;
-	if (wr->wr.rdma.remote_addr & 7) {
-		uro_qp_error(t->qp_peer, t->qp);
-		return IBV_WC_REM_INV_REQ_ERR;
+	if (!qp->atomic_peer && !uro_atomic_served(t->peer)) {
+		if (wr->wr.rdma.remote_addr & 7) {
+			uro_qp_error(t->qp_peer, t->qp);
+			return IBV_WC_REM_INV_REQ_ERR;
+		}
+		st = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, 8,
+				  IBV_ACCESS_REMOTE_WRITE, &riov, &h);
+		return st == IBV_WC_SUCCESS ? remote_move(t, 1, liov, nl, &riov, 8, &h) : st;
 	}
-	err = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, 8, IBV_ACCESS_REMOTE_WRITE,
-			   &riov, &h);
-	if (err != IBV_WC_SUCCESS)
-		return err;
-	if (uro_atomic_lock(lock)) {
-		uro_release(&h);
-		return RESULT_NO_ACK;
+	if (!qp->atomic_peer) {
+		st = atomic_check(t, rq.rkey, rq.va, IBV_ACCESS_REMOTE_WRITE);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+		if (uro_user_gather(&rq.operand, liov, nl))
+			return IBV_WC_LOC_PROT_ERR;
 	}
-	err = remote_move(t, 1, liov, nl, &riov, 8, &h);
-	pthread_mutex_unlock(lock);
-	return err;
+	return atomic_answer(qp, t, &rq, &old);
 }
 
 /* RC and UC. A UC responder drops what it cannot take, silently: the
@@ -592,10 +644,10 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 		st = rdma_read(wr, &t, liov, nl, len);
 		break;
 	case URO_OP_ATOMIC_WRITE:
-		st = atomic_write(wr, &t, liov, nl, len);
+		st = atomic_write(qp, wr, &t, liov, nl, len);
 		break;
 	default:
-		st = atomic_op(wr, &t, liov, nl, len);
+		st = atomic_op(qp, wr, &t, liov, nl, len);
 		break;
 	}
 	return rc_qp ? st : IBV_WC_SUCCESS;
@@ -739,6 +791,7 @@ static void pop_pending(struct uro_context *ctx, struct uro_qp *qp)
 {
 	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
 
+	atomic_forget(qp);
 	qp->pending_head = (qp->pending_head + 1) % cap;
 	if (--qp->pending_n == 0)
 		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
@@ -811,6 +864,7 @@ void uro_qp_drop_pending(struct uro_qp *qp)
 	struct uro_context *ctx = to_uctx(qp->qpx.qp_base.context);
 
 	pthread_spin_lock(&qp->sq_lock);
+	atomic_forget(qp);
 	if (qp->pending_n)
 		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
 	qp->pending_n = 0;
@@ -873,8 +927,10 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		}
 		st = run(ctx, qp, wr, seq);
 		if (waits(st)) {
-			if ((err = pending_alloc(qp)))
+			if ((err = pending_alloc(qp))) {
+				atomic_forget(qp); /* not kept: its slot goes back */
 				break;
+			}
 			defer(ctx, qp, wr, seq, st);
 		}
 	}

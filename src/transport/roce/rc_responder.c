@@ -14,6 +14,7 @@
 #include "opcode.h"
 #include "remote_copy.h"
 #include "segment_ops.h"
+#include "user_memory.h"
 #include "wire.h"
 
 /* What a packet came to: done, or the NAK it earns (IBTA 9.7.5.2.4). */
@@ -372,14 +373,16 @@ static void atomic_reply(struct uro_context *ctx, struct uro_qp *qp, uint32_t ps
 	reply(ctx, qp, uro_wire_code(WIRE_ATOMIC_ACK, WIRE_RC, WIRE_ONLY, 0), psn, SYNDROME_ACK, v);
 }
 
-/* Under the process's atomic lock, which the shared-memory path's
- * initiators take too, so atomics from both paths are atomic together. */
+/* One CPU atomic on this process's memory, as its atomic server executes
+ * the atomics of the host's other processes (atomic_table.h), so atomics
+ * from both paths are atomic together (IBV_ATOMIC_HCA). */
 static enum result atomic_request(struct uro_context *ctx, struct uro_qp *qp,
 				  const struct uro_roce_packet *pkt)
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
-	uint64_t old, new;
-	struct iovec self = {&old, 8}, dst;
+	struct uro_user_atomic op = {.operand = pkt->atomic.swap_add,
+				     .compare = pkt->atomic.compare};
+	struct iovec dst;
 	struct uro_holds h;
 	enum result r;
 	int err;
@@ -392,41 +395,30 @@ static enum result atomic_request(struct uro_context *ctx, struct uro_qp *qp,
 			&dst, &h);
 	if (r != R_OK)
 		return r;
-	if (uro_atomic_lock(&ctx->self.hdr->atomic_lock)) {
-		uro_release(&h);
-		return R_DROP;
-	}
-	err = uro_remote_copy(&ctx->self, 0, &self, 1, &dst, 1, 8, &h);
-	if (!err) {
-		if (pkt->op->op == WIRE_FETCH_ADD)
-			new = old + pkt->atomic.swap_add;
-		else
-			new = old == pkt->atomic.compare ? pkt->atomic.swap_add : old;
-		self.iov_base = &new;
-		err = uro_remote_copy(&ctx->self, 1, &self, 1, &dst, 1, 8, &h);
-	}
-	pthread_mutex_unlock(&ctx->self.hdr->atomic_lock);
+	op.kind = pkt->op->op == WIRE_FETCH_ADD ? URO_ATOMIC_FETCH_ADD : URO_ATOMIC_CMP_SWAP;
+	err = uro_user_atomic(dst.iov_base, &op);
 	uro_release(&h);
 	if (err) {
 		uro_qp_error(&ctx->self, qp->pub);
 		return R_NAK_ACCESS;
 	}
 	rq->replay[rq->replay_next].psn = pkt->psn;
-	rq->replay[rq->replay_next].value = old;
+	rq->replay[rq->replay_next].value = op.old;
 	rq->replay[rq->replay_next].valid = 1;
 	rq->replay_next = (rq->replay_next + 1) % (URO_MAX_RD_ATOMIC + 1);
 	rq->msn = (rq->msn + 1) & URO_PSN_MASK;
-	atomic_reply(ctx, qp, pkt->psn, old);
+	atomic_reply(ctx, qp, pkt->psn, op.old);
 	return R_OK;
 }
 
-/* ATOMIC WRITE (IBTA 1.5, 9.4.7): 8 aligned bytes written at once, under
- * the atomic lock as the shared-memory path writes them; a duplicate is
+/* ATOMIC WRITE (IBTA 1.5, 9.4.7): 8 aligned bytes stored at once, as the
+ * shared-memory path's atomic server stores them; a duplicate is
  * acknowledged again, as a WRITE's. */
 static enum result atomic_write(struct uro_context *ctx, struct uro_qp *qp,
 				const struct uro_roce_packet *pkt)
 {
-	struct iovec src = {(void *)pkt->payload, 8}, dst;
+	struct uro_user_atomic op = {.kind = URO_ATOMIC_WRITE};
+	struct iovec dst;
 	struct uro_holds h;
 	enum result r;
 	int err;
@@ -437,12 +429,8 @@ static enum result atomic_write(struct uro_context *ctx, struct uro_qp *qp,
 			&h);
 	if (r != R_OK)
 		return r;
-	if (uro_atomic_lock(&ctx->self.hdr->atomic_lock)) {
-		uro_release(&h);
-		return R_DROP;
-	}
-	err = uro_remote_copy(&ctx->self, 1, &src, 1, &dst, 1, 8, &h);
-	pthread_mutex_unlock(&ctx->self.hdr->atomic_lock);
+	memcpy(&op.operand, pkt->payload, 8);
+	err = uro_user_atomic(dst.iov_base, &op);
 	uro_release(&h);
 	if (err) {
 		uro_qp_error(&ctx->self, qp->pub);

@@ -344,7 +344,5 @@ void uro_pending_copy(struct uro_pending *p, const struct ibv_send_wr *wr, uint3
 void uro_requester_error(struct uro_context *ctx, struct uro_qp *qp);
 uint64_t uro_ack_timeout_ns(uint8_t timeout);
 uint64_t uro_rnr_timer_ns(uint8_t field);
-/* A process's atomic lock, waited for a bounded time: 0, or -1. */
-int uro_atomic_lock(pthread_mutex_t *lock);
 
 #endif
