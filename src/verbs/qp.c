@@ -504,8 +504,10 @@ URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	}
 	set_state(ctx, qp, cur, next);
 	uro_unlock(ctx);
-	/* Atomics from this host's processes are executed here (atomic_server.c). */
-	if (next == IBV_QPS_RTR && !qp->wire &&
+	/* Atomics from this host's processes are executed here (atomic_server.c),
+	 * from the QP's RTR on, and from whichever later transition grants
+	 * Remote Atomic access (RTR->RTS and RTS->RTS may, ibv_modify_qp(3)). */
+	if (next >= IBV_QPS_RTR && next <= IBV_QPS_SQD && !qp->wire &&
 	    (qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC))
 		uro_atomic_server_start(ctx);
 	return 0;
