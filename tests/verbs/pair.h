@@ -69,6 +69,10 @@ static inline uint8_t pair_gid_index(void)
 	return g ? (uint8_t)atoi(g) : 0;
 }
 
+/* The remote access a connected QP gets at INIT: a test may narrow it. */
+static unsigned pair_access =
+    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
 /* RESET -> INIT -> RTR -> RTS towards remote_qpn at dgid. */
 static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry,
 				uint8_t min_rnr_timer, const union ibv_gid *dgid)
@@ -91,8 +95,7 @@ static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t 
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qkey = 0x11111111;
-	a.qp_access_flags =
-	    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	a.qp_access_flags = pair_access;
 	if (ibv_modify_qp(qp, &a,
 			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			      (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)))

@@ -1270,6 +1270,100 @@ static void test_zero_length_rdma(void)
 /* A forked child that closes its copy of the parent's context
  * (ibv_close_device) leaves the parent's device as it was: its peers still
  * reach it, through the registry and their caches. */
+/* A target whose only way to take atomics is a window, on a QP granted
+ * Remote Atomic access after RTR (RTS->RTS, ibv_modify_qp(3)): its
+ * process's atomic server must run from that grant, or atomics aimed at
+ * it go unanswered. A child plays it, with a fresh context and no region
+ * registered for remote atomics; it answers the parent's QP number with
+ * its own, the window's key and address. */
+struct window_target {
+	uint32_t qpn, rkey;
+	uint64_t addr;
+};
+
+static void window_atomic_target(int to_parent, int from_parent)
+{
+	static uint64_t counter[512] __attribute__((aligned(4096)));
+	struct ibv_context *ctx = open_dev("uroce0");
+	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	struct ibv_cq *cq = ctx ? ibv_create_cq(ctx, 8, NULL, NULL, 0) : NULL;
+	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, counter, sizeof(counter),
+					    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
+			       : NULL;
+	struct ibv_qp_init_attr init = {
+	    .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .cap = CAP};
+	struct ibv_qp *qp = mr && cq ? ibv_create_qp(pd, &init) : NULL;
+	struct ibv_mw *mw = pd ? ibv_alloc_mw(pd, IBV_MW_TYPE_2) : NULL;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS,
+				.qp_access_flags =
+				    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC};
+	struct ibv_send_wr bind = {.opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED}, *bad;
+	struct window_target answer;
+	uint32_t peer;
+	struct ibv_wc wc;
+	char done;
+
+	if (!qp || !mw || read(from_parent, &peer, 4) != 4)
+		_exit(2);
+	answer.qpn = qp->qp_num;
+	pair_access = IBV_ACCESS_REMOTE_WRITE;
+	if (qp_connect(qp, peer, 7, 1) || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS))
+		_exit(3);
+	bind.bind_mw.mw = mw;
+	bind.bind_mw.rkey = answer.rkey = ibv_inc_rkey(mw->rkey);
+	bind.bind_mw.bind_info = (struct ibv_mw_bind_info){mr, (uintptr_t)counter, sizeof(counter),
+							   IBV_ACCESS_REMOTE_ATOMIC};
+	if (ibv_post_send(qp, &bind, &bad) || poll_one(cq, &wc) != 1 || wc.status != IBV_WC_SUCCESS)
+		_exit(4);
+	answer.addr = (uintptr_t)counter;
+	counter[0] = 40;
+	if (write(to_parent, &answer, sizeof(answer)) != sizeof(answer) ||
+	    read(from_parent, &done, 1) != 1)
+		_exit(5);
+	_exit(counter[0] == 42 ? 0 : 6);
+}
+
+static void test_atomic_through_window_granted_late(void)
+{
+	int down[2], up[2], status = -1;
+	struct window_target answer;
+	uint64_t *old = (uint64_t *)(A.buf + 2048);
+	struct ibv_sge sge = {(uintptr_t)old, 8, A.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 91,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+	pid_t pid;
+
+	if (pipe(down) || pipe(up)) {
+		CHECK(0);
+		return;
+	}
+	pid = fork();
+	if (pid == 0)
+		window_atomic_target(up[1], down[0]);
+	CHECK_EQ(write(down[1], &A.qp->qp_num, 4), 4);
+	CHECK_EQ(read(up[0], &answer, sizeof(answer)), (long)sizeof(answer));
+	CHECK_EQ(qp_connect(A.qp, answer.qpn, 7, 1), 0);
+	wr.wr.atomic.remote_addr = answer.addr;
+	wr.wr.atomic.rkey = answer.rkey;
+	wr.wr.atomic.compare_add = 2;
+	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
+	CHECK(poll_one(A.cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS);
+	CHECK_EQ(*old, 40);
+	CHECK_EQ(write(down[1], "d", 1), 1);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(down[0]);
+	close(down[1]);
+	close(up[0]);
+	close(up[1]);
+	reconnect(7, 1);
+}
+
 static void test_forked_child_closes(void)
 {
 	struct ibv_wc wc;
@@ -1640,6 +1734,8 @@ int main(void)
 	test_zero_length_rdma();
 	test_channel_and_cq_ex();
 	test_threaded_post_recv();
+	if (!on_wire)
+		test_atomic_through_window_granted_late();
 	test_forked_child_closes();
 	test_peer_killed();
 	test_other_user();
