@@ -64,6 +64,16 @@ programs() {
 	check_said rping
 }
 
+# `uroce link show -d` says which path this host's processes get, and why.
+out=$(timeout $T "$UROCE" link show -d 2>&1)
+expect_match "$out" '^    same-host path: shared memory \(cross-memory attach works here\)$' "link show -d: shared memory"
+out=$(filtered timeout $T "$UROCE" link show -d uroce0 2>&1)
+expect_match "$out" '^    same-host path: RoCEv2 over lo \(cross-memory attach refused: a seccomp filter refuses process_vm_readv/writev' "link show -d under the filter: the wire, and why"
+timeout $T "$UROCE" link add ib0 netdev lo type ib >/dev/null && timeout $T "$UROCE" link delete uroce0 >/dev/null
+out=$(filtered timeout $T "$UROCE" link show -d 2>&1)
+expect_match "$out" '^    same-host path: none, a type ib link has no wire \(cross-memory attach refused: ' "link show -d of a type ib link under the filter"
+rm -f "$UROCE_CONFIG"
+
 # Refused on both sides: each takes the wire and says why.
 SRV=filtered CLI=filtered programs "both filtered" "$SAID_FILTER" "$SAID_FILTER"
 # On one side only: the other meets it on the wire, and says nothing.

@@ -63,7 +63,7 @@ expect_match "$(cat "$PAIR_DIR/srv" "$PAIR_DIR/cli")" \
 	"rc_pingpong says why it takes the wire, as doctor does"
 # A type ib link has no wire: there the connection fails, and says why.
 port=$((port + 1))
-echo 'link ib0 netdev lo type ib' >"$UROCE_CONFIG"
+timeout $T "$UROCE" link add ib0 netdev lo type ib >/dev/null && timeout $T "$UROCE" link delete uroce0 >/dev/null
 timeout $T "$REFUSE" --attach "$UROCE" run ibv_rc_pingpong -d ib0 -p $port -n 5 >"$PAIR_DIR/srv" 2>&1 &
 srv=$!
 wait_listen $port || bad "the pingpong server on ib0 under the filter never listened"
