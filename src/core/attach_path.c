@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "attach_probe.h"
+#include "self_pid.h"
 
 /* Read across the fork at the address both processes share. */
 static volatile char probe_byte = 0x6b;
@@ -99,18 +101,26 @@ int uro_attach_self_probe(void)
 	return err;
 }
 
-static pthread_once_t decided = PTHREAD_ONCE_INIT;
+/* Decided for one process: a forked child inherits a seccomp filter but
+ * not Yama's grant (an exception names the task that made it), so a child
+ * that opens a device decides again. */
+static pthread_mutex_t deciding = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t decided_for; /* the pid the answer is for, 0 before */
 static int refused_err;
-
-static void decide(void)
-{
-	uro_attach_grant();
-	refused_err = uro_attach_self_probe();
-}
 
 int uro_attach_refused(void)
 {
-	pthread_once(&decided, decide);
+	uint32_t self = uro_self_pid();
+
+	if (__atomic_load_n(&decided_for, __ATOMIC_ACQUIRE) == self)
+		return refused_err;
+	pthread_mutex_lock(&deciding);
+	if (decided_for != self) {
+		uro_attach_grant();
+		refused_err = uro_attach_self_probe();
+		__atomic_store_n(&decided_for, self, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&deciding);
 	return refused_err;
 }
 

@@ -21,7 +21,7 @@ int uro_attach_grant(void);
  * reads the child's. 0, or the errno of the first refusal. */
 int uro_attach_self_probe(void);
 
-/* The grant and the probe, once per process: 0 when this process's peers
+/* The grant and the probe, once per process (a forked child's own): 0 when this process's peers
  * on the host can be reached by cross-memory attach, else the errno. */
 int uro_attach_refused(void);
 
