@@ -4,6 +4,7 @@
 
 #include "attach_probe.h"
 #include "log.h"
+#include "self_pid.h"
 #include "user_memory.h"
 
 /* The part [off, off+len) of an iovec list, as a list of its own. */
@@ -76,10 +77,18 @@ static int copy_within(const struct iovec *dst, int nd, const struct iovec *src,
 /* Set once this process's own process_vm_* calls towards itself are
  * refused: a container's seccomp profile refuses the calls whatever their
  * target. The wire path copies within this process that way (between a
- * packet and a registered region, guarded by the kernel's EFAULT); it then
- * copies under the user-memory guard instead, which it may do since
- * source and destination are both this process's. */
+ * packet and a registered region, guarded by the kernel's EFAULT), as do
+ * two contexts of one process on shared memory (XRC and multicast stay
+ * there); they then copy under the user-memory guard instead, which they
+ * may do since source and destination are both this process's. */
 static int self_refused;
+
+/* The context's own segment, or another context's of this process (two
+ * devices, or two configurations, in one program): one address space. */
+static int in_this_process(const struct uro_peer *p)
+{
+	return p->self || (uint32_t)p->pid == uro_self_pid();
+}
 
 static int refused_errno(int err)
 {
@@ -94,7 +103,8 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 	for (uint64_t off = 0; off < len; off += URO_COPY_CHUNK) {
 		uint64_t n = len - off < URO_COPY_CHUNK ? len - off : URO_COPY_CHUNK;
 		int nlc = uro_iov_slice(l, nl, off, n, lc), nrc = uro_iov_slice(r, nr, off, n, rc);
-		int within = p->self && __atomic_load_n(&self_refused, __ATOMIC_RELAXED);
+		int mine = in_this_process(p);
+		int within = mine && __atomic_load_n(&self_refused, __ATOMIC_RELAXED);
 		ssize_t got = -1;
 
 		if (off && h && !uro_holds_valid(p, h))
@@ -106,7 +116,7 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 							 (unsigned long)nrc, 0);
 		if (got == (ssize_t)n)
 			continue;
-		if (p->self && (within || (got < 0 && refused_errno(errno)))) {
+		if (mine && (within || (got < 0 && refused_errno(errno)))) {
 			int err =
 			    to_peer ? copy_within(rc, nrc, lc, nlc) : copy_within(lc, nlc, rc, nrc);
 
