@@ -82,4 +82,13 @@ SRV=plain CLI=filtered programs "client filtered" "" "$SAID_FILTER"
 # Two users: each finds the other's slot held by a user not its own.
 SRV=as_nobody CLI=plain programs "server nobody, client root" "$SAID_USER" "$SAID_USER"
 rm -f /dev/shm/uroce-registry-65534 /dev/shm/uroce-userns-65534
+
+# verbs_data_path's whole suite under the filter, on the wire as its _roce
+# variant runs (the test knows the wire's differences only from
+# UROCE_TRANSPORT): the wire's copies within the process, and those
+# between two contexts of the process (XRC and multicast stay on shared
+# memory), when process_vm_* is refused even towards the process itself.
+out=$(filtered env UROCE_TRANSPORT=roce UROCE_CONFIG=/nonexistent/uroce.conf timeout $T "$BUILD_DIR/bin/test_data_path" 2>&1)
+expect_status 0 $? "verbs_data_path under the filter"
+expect_match "$out" '^[0-9]+ passed, 0 failed$' "verbs_data_path under the filter: every check"
 finish
