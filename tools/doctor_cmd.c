@@ -149,16 +149,20 @@ static void check_attach(struct report *rep)
 	struct result *r;
 
 	uro_attach_probe(&f);
+	/* A warning, not a failure: such programs meet on the wire instead
+	 * (attach_path.h); only a type ib link has no wire to fall back on. */
 	r = add(rep, "cross-memory attach",
-		uro_attach_diagnose(&f, &d) == URO_ATTACH_OK ? OK : FAIL);
+		uro_attach_diagnose(&f, &d) == URO_ATTACH_OK ? OK : WARN);
 	if (r->level == OK) {
 		SET(r, state, "%s", d.why);
 		return;
 	}
 	SET(r, state, "refused (%s): %s", strerrorname_np(f.err), d.why);
 	SET(r, consequence,
-	    "programs on this host cannot reach each other: every connection "
-	    "between two of them ends in 'transport retry counter exceeded'");
+	    "connections between this host's programs take RoCEv2 over the link's "
+	    "netdev instead of shared memory (slower, and each program says so once); "
+	    "on a type ib link, which has no wire, they end in 'transport retry "
+	    "counter exceeded'");
 	SET(r, remedy, "%s", d.remedy);
 }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attach_path.h"
 #include "commands.h"
 #include "config.h"
 #include "device_model.h"
@@ -12,7 +13,7 @@
 
 /* One usage per subcommand: each --help prints its own, and the whole
  * command's usage is them all. */
-static const char show_usage[] = "usage: uroce link show [NAME[/PORT]]\n";
+static const char show_usage[] = "usage: uroce link show [-d] [NAME[/PORT]]\n";
 static const char add_usage[] = "usage: uroce link add NAME netdev IFACE [type roce|ib]\n";
 static const char delete_usage[] = "usage: uroce link delete NAME\n";
 static const char set_usage[] =
@@ -23,6 +24,7 @@ static const char link_notes[] =
     "type roce (the default): a RoCEv2 port whose GIDs are IFACE's addresses.\n"
     "type ib: an InfiniBand port with a LID (assigned here) and GID fe80::GUID.\n"
     "'type rxe' is accepted for 'roce', as in 'rdma link add NAME type rxe netdev IFACE'.\n"
+    "show -d (--details) adds the path this host's processes take to each other.\n"
     "'list' and 'del' are accepted for 'show' and 'delete'.\n";
 
 static void link_usage(FILE *f)
@@ -94,6 +96,27 @@ static void show_one(const struct uro_link *l)
 	       l->netdev);
 }
 
+/* -d: the path two processes of this host take to each other on the link,
+ * and why, from the probe their library makes at its first open
+ * (attach_path.h). The probe runs in this command, which shares what a
+ * program it starts inherits (a seccomp filter, Yama, the user). */
+static void show_path(const struct uro_link *l)
+{
+	struct uro_diagnosis d;
+
+	if (!uro_attach_refused_why(&d)) {
+		printf("    same-host path: shared memory (cross-memory attach works here)\n");
+		return;
+	}
+	if (l->type == URO_LINK_IB)
+		printf("    same-host path: none, a type ib link has no wire (cross-memory attach "
+		       "refused: %s)\n",
+		       d.why);
+	else
+		printf("    same-host path: RoCEv2 over %s (cross-memory attach refused: %s)\n",
+		       l->netdev, d.why);
+}
+
 static int no_link(const char *name)
 {
 	fprintf(stderr, "uroce: no link named '%s' ('uroce link show' lists them)\n", name);
@@ -105,7 +128,10 @@ static int cmd_show(int argc, char **argv)
 	char path[4096], note[4300];
 	struct uro_config cfg;
 	const struct uro_link *l;
+	int details = argc > 0 && (!strcmp(argv[0], "-d") || !strcmp(argv[0], "--details"));
 
+	argc -= details;
+	argv += details;
 	if (argc > 1)
 		return usage_error(show_usage, "show takes one NAME, not '%s'", argv[1]);
 	if (load(path, sizeof(path), &cfg))
@@ -115,8 +141,11 @@ static int cmd_show(int argc, char **argv)
 			uro_config_no_links_note(path, note, sizeof(note));
 			fprintf(stderr, "uroce: %s\n", note);
 		}
-		for (int i = 0; i < cfg.n; i++)
+		for (int i = 0; i < cfg.n; i++) {
 			show_one(&cfg.links[i]);
+			if (details)
+				show_path(&cfg.links[i]);
+		}
 		return 0;
 	}
 	/* rdma link show accepts NAME and NAME/PORT. */
@@ -129,6 +158,8 @@ static int cmd_show(int argc, char **argv)
 	if (!l)
 		return no_link(name);
 	show_one(l);
+	if (details)
+		show_path(l);
 	return 0;
 }
 

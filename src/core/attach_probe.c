@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "attach_path.h"
 #include "process_policy.h"
 
 /* Read by the probe's children at the address fork gave both. */
@@ -26,7 +27,7 @@ static int read_byte(pid_t pid)
 	return n == 1 && c == 0x5a ? 0 : EFAULT;
 }
 
-static int userns_differs(pid_t pid)
+int uro_userns_differs(pid_t pid)
 {
 	char path[64], self[64], other[64];
 	ssize_t a, b;
@@ -53,7 +54,7 @@ void uro_attach_facts(int err, pid_t target, struct uro_attach_facts *f)
 	f->seccomp = uro_seccomp_mode(NULL);
 	snprintf(path, sizeof(path), "/proc/%d", (int)target);
 	f->other_user = !stat(path, &st) && st.st_uid != getuid();
-	f->other_userns = userns_differs(target);
+	f->other_userns = uro_userns_differs(target);
 }
 
 /* The target waits for the parent to let it go; the prober reads it and
@@ -79,6 +80,8 @@ int uro_attach_probe(struct uro_attach_facts *f)
 		close(res[0]);
 		close(res[1]);
 		close(hold[1]);
+		/* As a uroce program grants it at its first open. */
+		uro_attach_grant();
 		_exit(read(hold[0], &c, 1) < 0);
 	}
 	if (target > 0)
@@ -109,10 +112,11 @@ static enum uro_attach_cause yama(const struct uro_attach_facts *f, struct uro_d
 {
 	if (f->yama == 1)
 		uro_diagnose(d,
-			     "as root: sysctl kernel.yama.ptrace_scope=0 (or run the programs "
-			     "as root, which Yama's scope 1 lets through)",
+			     "leave UROCE_PTRACER unset, or as root: sysctl "
+			     "kernel.yama.ptrace_scope=0",
 			     "Yama's ptrace_scope is 1: a process may attach only to its own "
-			     "descendants, and two programs of a user are not each other's");
+			     "descendants and to those that allow it, which UROCE_PTRACER=0 "
+			     "keeps uroce's programs from doing");
 	else if (f->yama == 2)
 		uro_diagnose(d,
 			     "as root: sysctl kernel.yama.ptrace_scope=0, or run the programs "

@@ -40,6 +40,11 @@ void uro_attach_facts(int err, pid_t target, struct uro_attach_facts *f);
  * other's ancestor, as two programs a user starts are: 0 or the errno. */
 int uro_attach_probe(struct uro_attach_facts *f);
 
+/* Whether pid lives in a user namespace this process is not in: the kernel
+ * lets an attach cross user namespaces only downwards (commoncap's ptrace
+ * check), so the two cannot reach each other both ways. */
+int uro_userns_differs(pid_t pid);
+
 enum uro_attach_cause uro_attach_diagnose(const struct uro_attach_facts *f,
 					  struct uro_diagnosis *d);
 

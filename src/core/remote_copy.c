@@ -4,6 +4,8 @@
 
 #include "attach_probe.h"
 #include "log.h"
+#include "self_pid.h"
+#include "user_memory.h"
 
 /* The part [off, off+len) of an iovec list, as a list of its own. */
 int uro_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, struct iovec *out)
@@ -43,6 +45,56 @@ static void tell_refused(struct uro_peer *p, int err)
 	errno = err;
 }
 
+/* Copies src's bytes into dst's within this process, under the
+ * user-memory guard, so that a page gone is EFAULT as process_vm_readv
+ * would answer it. */
+static int copy_within(const struct iovec *dst, int nd, const struct iovec *src, int ns)
+{
+	size_t doff = 0, soff = 0;
+	int di = 0, si = 0;
+
+	while (di < nd && si < ns) {
+		size_t dl = dst[di].iov_len - doff, sl = src[si].iov_len - soff;
+		size_t n = dl < sl ? dl : sl;
+
+		if (n && uro_user_copy((char *)dst[di].iov_base + doff,
+				       (const char *)src[si].iov_base + soff, n))
+			return EFAULT;
+		doff += n;
+		soff += n;
+		if (doff == dst[di].iov_len) {
+			di++;
+			doff = 0;
+		}
+		if (soff == src[si].iov_len) {
+			si++;
+			soff = 0;
+		}
+	}
+	return 0;
+}
+
+/* Set once this process's own process_vm_* calls towards itself are
+ * refused: a container's seccomp profile refuses the calls whatever their
+ * target. The wire path copies within this process that way (between a
+ * packet and a registered region, guarded by the kernel's EFAULT), as do
+ * two contexts of one process on shared memory (XRC and multicast stay
+ * there); they then copy under the user-memory guard instead, which they
+ * may do since source and destination are both this process's. */
+static int self_refused;
+
+/* The context's own segment, or another context's of this process (two
+ * devices, or two configurations, in one program): one address space. */
+static int in_this_process(const struct uro_peer *p)
+{
+	return p->self || (uint32_t)p->pid == uro_self_pid();
+}
+
+static int refused_errno(int err)
+{
+	return err == EPERM || err == EACCES || err == ENOSYS;
+}
+
 int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
 		    const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
 {
@@ -51,16 +103,28 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 	for (uint64_t off = 0; off < len; off += URO_COPY_CHUNK) {
 		uint64_t n = len - off < URO_COPY_CHUNK ? len - off : URO_COPY_CHUNK;
 		int nlc = uro_iov_slice(l, nl, off, n, lc), nrc = uro_iov_slice(r, nr, off, n, rc);
-		ssize_t got;
+		int mine = in_this_process(p);
+		int within = mine && __atomic_load_n(&self_refused, __ATOMIC_RELAXED);
+		ssize_t got = -1;
 
 		if (off && h && !uro_holds_valid(p, h))
 			return ECANCELED;
-		got = to_peer ? process_vm_writev(p->pid, lc, (unsigned long)nlc, rc,
-						  (unsigned long)nrc, 0)
-			      : process_vm_readv(p->pid, lc, (unsigned long)nlc, rc,
-						 (unsigned long)nrc, 0);
+		if (!within)
+			got = to_peer ? process_vm_writev(p->pid, lc, (unsigned long)nlc, rc,
+							  (unsigned long)nrc, 0)
+				      : process_vm_readv(p->pid, lc, (unsigned long)nlc, rc,
+							 (unsigned long)nrc, 0);
 		if (got == (ssize_t)n)
 			continue;
+		if (mine && (within || (got < 0 && refused_errno(errno)))) {
+			int err =
+			    to_peer ? copy_within(rc, nrc, lc, nlc) : copy_within(lc, nlc, rc, nrc);
+
+			__atomic_store_n(&self_refused, 1, __ATOMIC_RELAXED);
+			if (err)
+				return err;
+			continue;
+		}
 		if (got < 0 && errno == ESRCH)
 			p->dead = 1;
 		if (got < 0 && (errno == EPERM || errno == EACCES))

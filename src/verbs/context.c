@@ -9,9 +9,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attach_path.h"
 #include "log.h"
 #include "objects.h"
 #include "wire.h"
+
+/* Which path this process's connections on the host take, said once a
+ * process where cross-memory attach cannot serve it (attach_path.h): its
+ * peers read wire_forced in its header and meet it on the wire. A type ib
+ * link has no wire: there each connection meets the refusal, explained
+ * per peer (remote_copy.c). */
+static void tell_path(const struct uro_context *ctx)
+{
+	static int told;
+	struct uro_diagnosis d;
+
+	if (uro_wire_told() || !uro_attach_refused() ||
+	    __atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+		return;
+	uro_attach_refused_why(&d);
+	if (ctx->model.link.type == URO_LINK_ROCE)
+		uro_warn("cross-memory attach is refused here (%s): connections between this "
+			 "host's processes take RoCEv2 over %s instead of shared memory",
+			 d.why, ctx->model.link.netdev);
+}
 
 static int publish(struct uro_context *ctx)
 {
@@ -201,6 +222,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->self.hdr->async_wfd = ctx->async_wfd;
 	ctx->self.hdr->async_ino = uro_fd_ino(ctx->async_wfd);
 	ctx->self.hdr->wire_forced = (uint32_t)uro_wire_forced();
+	tell_path(ctx);
 	ctx->peers[ctx->slot.slot] = &ctx->self;
 	uro_context_set_ops(ctx);
 	/* No kernel to ioctl: the command fd names the context, so that

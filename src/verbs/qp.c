@@ -373,9 +373,11 @@ static void reset_queues(struct uro_qp *qp)
 	qp->sq_posted = qp->sq_retired = 0;
 }
 
-/* A connected QP's peer must be one cross-memory attach can reach: another
- * user's process is refused now, not at the first send (docs/design.md,
- * Intra-host: the initiator is the NIC). The slot's owner is looked up
+/* A connected QP's peer on shared memory must be one cross-memory attach
+ * can reach: another user's process is refused now, not at the first send
+ * (docs/design.md, Intra-host: the initiator is the NIC). Reached only
+ * where the wire is no other path (a type ib link): on a RoCE link such a
+ * peer is met on the wire (wire_qp.c uro_wire_connects). The slot's owner is looked up
  * afresh: a process that left without closing may have been cached, and its
  * successor in the slot can have a QP of the same number (test_liveness,
  * test_successor_of_vanished_peer). */
@@ -439,7 +441,7 @@ static int goes_on_wire(struct uro_context *ctx, struct ibv_qp *qp, enum ibv_qp_
 	if (qp->qp_type != IBV_QPT_RC && qp->qp_type != IBV_QPT_UC)
 		return 0;
 	return (mask & IBV_QP_AV) && a->ah_attr.is_global && (mask & IBV_QP_DEST_QPN) &&
-	       uro_wire_connects(ctx, &a->ah_attr.grh.dgid, a->dest_qp_num);
+	       uro_wire_connects(ctx, &a->ah_attr.grh.dgid, a->dest_qp_num, qp->qp_num);
 }
 
 /* The wire's share of a transition. */

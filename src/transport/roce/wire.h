@@ -189,11 +189,18 @@ struct uro_qp_wire {
 int uro_wire_gid_is_remote(const struct uro_context *ctx, const union ibv_gid *gid);
 /* Whether the GID is an IPv4 or IPv6 address of this network namespace. */
 int uro_wire_gid_is_own(const union ibv_gid *gid);
-/* Whether this process's QPs take the wire path to every peer. */
+/* Whether this process was told to take the wire path to every peer
+ * (UROCE_TRANSPORT=roce, UROCE_FAULTS, UROCE_PCAP). */
+int uro_wire_told(void);
+/* Whether this process's QPs take the wire path to every peer: told to,
+ * or cross-memory attach cannot serve it (attach_path.h). */
 int uro_wire_forced(void);
-/* Whether a connected QP to (gid, dest_qpn) takes the wire path: a remote
- * GID, or this process's or the destination process's forcing. */
-int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_t dest_qpn);
+/* Whether QP qpn, connected to (gid, dest_qpn), takes the wire path: a
+ * remote GID, this process's or the destination process's forcing, or a
+ * destination process that cross-memory attach cannot join to this one
+ * both ways (another user's, another user namespace's). */
+int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_t dest_qpn,
+		      uint32_t qpn);
 /* Whether a UD QP of ctx must listen on the wire too. */
 int uro_wire_ud_listens(struct uro_context *ctx);
 

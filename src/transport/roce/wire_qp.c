@@ -1,10 +1,12 @@
 /* Which path a QP takes, and its wire state's life. A destination GID
  * that is an address of this network namespace keeps the shared-memory
- * path; any other goes over RoCEv2. UROCE_TRANSPORT=roce sends everything
- * with a GID over RoCEv2, so that the whole suite can run on the wire
- * path over lo; so does UROCE_FAULTS, since its faults are done to
- * packets. IPv4 and IPv6 GIDs alike (IBTA A17.4); an IB link's stay
- * local, since no IB fabric carries its packets. */
+ * path, if cross-memory attach can carry it both ways; any other goes over
+ * RoCEv2. UROCE_TRANSPORT=roce sends everything with a GID over RoCEv2, so
+ * that the whole suite can run on the wire path over lo; so does
+ * UROCE_FAULTS, since its faults are done to packets, and so does a
+ * process that cross-memory attach cannot serve (attach_path.h). IPv4 and
+ * IPv6 GIDs alike (IBTA A17.4); an IB link's stay local, since no IB
+ * fabric carries its packets. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
@@ -13,16 +15,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "attach_path.h"
+#include "attach_probe.h"
 #include "device_model.h"
+#include "log.h"
 #include "netdev.h"
+#include "registry.h"
 #include "wire.h"
 
-int uro_wire_forced(void)
+int uro_wire_told(void)
 {
 	const char *t = getenv("UROCE_TRANSPORT"), *faults = getenv("UROCE_FAULTS"),
 		   *pcap = getenv("UROCE_PCAP");
 
 	return (t && !strcmp(t, "roce")) || (faults && *faults) || (pcap && *pcap);
+}
+
+int uro_wire_forced(void)
+{
+	return uro_wire_told() || uro_attach_refused();
 }
 
 /* Whether addr is one of this namespace's own IPv4 addresses: the kernel
@@ -73,18 +84,53 @@ int uro_wire_gid_is_remote(const struct uro_context *ctx, const union ibv_gid *g
 	return uro_wire_forced() || !uro_wire_gid_is_own(gid);
 }
 
-int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_t dest_qpn)
+/* Why cross-memory attach cannot join this process and the one owning
+ * dest_qpn in both directions whatever the host allows, or NULL: the owner
+ * is another user's (its slot is held and our user's registry has no
+ * record of it: registry.h), or one of the two is in a user namespace the
+ * other is not in (the kernel lets an attach cross only downwards). Each
+ * end finds the same of the other, so both take the wire. The slot's
+ * owner is looked up afresh, as qp.c's peer check does. */
+static const char *foreign(struct uro_context *ctx, uint32_t dest_qpn, struct uro_peer **peer)
 {
+	static const char userns[] = "is in a user namespace this one is not in";
+	unsigned slot = (dest_qpn & 0xffffff) >> URO_QPN_INDEX_BITS;
+	int err = 0;
+
+	*peer = uro_peer_refresh(ctx, dest_qpn, &err);
+	if (*peer)
+		return !(*peer)->self && uro_userns_differs((*peer)->pid) ? userns : NULL;
+	if (err == EPERM)
+		return userns;
+	if (err == EACCES || (err == ESRCH && uro_registry_held(NULL, slot)))
+		return "belongs to another user";
+	return NULL;
+}
+
+int uro_wire_connects(struct uro_context *ctx, const union ibv_gid *gid, uint32_t dest_qpn,
+		      uint32_t qpn)
+{
+	static int told;
 	struct uro_peer *peer;
-	int err;
+	const char *why;
 
 	if (ctx->model.link.type != URO_LINK_ROCE)
 		return 0;
 	if (uro_wire_gid_is_remote(ctx, gid))
 		return 1;
+	why = foreign(ctx, dest_qpn, &peer);
+	if (why) {
+		/* Said once a process: which path, and why. */
+		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+			uro_warn("QP 0x%06x: the process owning QP 0x%06x %s, which cross-memory "
+				 "attach cannot reach: connections to such processes take RoCEv2 "
+				 "over %s",
+				 qpn, dest_qpn, why, ctx->model.link.netdev);
+		return 1;
+	}
 	/* Both ends of a connection take one path: the peer's process may
-	 * have been told to take the wire (its faults, its trace). */
-	peer = uro_peer_of(ctx, dest_qpn, &err);
+	 * have been told to take the wire (its faults, its trace), or be one
+	 * that cross-memory attach cannot serve. */
 	return peer && __atomic_load_n(&peer->hdr->wire_forced, __ATOMIC_ACQUIRE);
 }
 
