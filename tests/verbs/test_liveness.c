@@ -566,10 +566,38 @@ static void test_retry_while_asleep(void)
 		;
 }
 
+/* The slots of this test's processes are numbered in a registry of their
+ * own (UROCE_RUNTIME_DIR): successive peers get the same slot, and a new
+ * one the lowest free, only when no other process of this user takes or
+ * frees slots meanwhile. In the user's registry, under a parallel suite,
+ * test_successive_peers' third child got another slot than the first (1
+ * run in 50 beside another run of this test). */
+static char runtime_dir[] = "/dev/shm/uroce-liveness-XXXXXX";
+
+static void own_registry(void)
+{
+	if (!mkdtemp(runtime_dir) || setenv("UROCE_RUNTIME_DIR", runtime_dir, 1))
+		runtime_dir[0] = 0;
+}
+
+static void drop_registry(void)
+{
+	char path[128];
+
+	if (!runtime_dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/uroce-registry-%u", runtime_dir, (unsigned)geteuid());
+	unlink(path);
+	rmdir(runtime_dir);
+}
+
 int main(void)
 {
+	own_registry();
+	CHECK(runtime_dir[0]);
 	if (side_open(&S, IBV_QPT_RC, 64, CAP) || side_open(&R, IBV_QPT_RC, 2 * DEPTH, CAP)) {
 		fprintf(stderr, "cannot open two contexts on uroce0\n");
+		drop_registry();
 		return 1;
 	}
 	CHECK_EQ(qp_connect(S.qp, R.qp->qp_num, 7, 1), 0);
@@ -584,5 +612,6 @@ int main(void)
 	test_retry_while_asleep();
 	side_close(&S);
 	side_close(&R);
+	drop_registry();
 	return check_report();
 }
