@@ -849,18 +849,53 @@ int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since)
 	return 1;
 }
 
+/* Makes family f's port-4791 socket one the kernel no longer picks for a
+ * datagram, keeping what waits in it. Connected, a UDP socket matches only
+ * datagrams from the address and port it is connected to (net/ipv4/udp.c
+ * compute_score: a socket whose inet_daddr or inet_dport differs from the
+ * datagram's source scores -1; net/ipv6/udp.c likewise), so the lookup
+ * passes on to the next socket of the port. Connected to its own address's
+ * port 4791, which sends nothing: RoCEv2 packets leave from the QPs' own
+ * source ports (tx_socket; rxe picks its port by QPN too). connect(2) on
+ * UDP leaves the receive queue alone. */
+static void stop_receiving(struct uro_wire_endpoint *w, enum uro_wire_family f)
+{
+	const struct uro_wire_socks *s = &w->fam[f];
+	struct uro_wire_dest self;
+
+	if (s->fd < 0)
+		return;
+	dest_of(&s->addr, htons(URO_ROCE_PORT), w->ifindex, &self);
+	if (connect(s->fd, &self.sa.sa, self.len))
+		uro_warn("a closing RoCEv2 endpoint could not stop receiving: %s (what reaches "
+			 "it until it is closed is lost, as when a process dies)",
+			 strerror(errno));
+}
+
 /* The kernel gives the host's packets to the newest socket: what waits in
  * this one for other processes (an ACK this process's own responder sent
- * to a peer of the host, say) is passed on before it goes. A process
- * killed outright cannot: the peer's retransmission then reaches the next
- * socket. */
+ * to a peer of the host, say) is passed on before it goes. The socket stops
+ * being picked first, then is emptied: drained while it was still the
+ * newest, a datagram that came after the last receive and before close(2)
+ * was lost with it. A process killed outright, or one that exits with its
+ * context open, cannot pass anything on: the peer's retransmission then
+ * reaches the next socket (RC), or the datagram is lost (UD). A forked
+ * child's copy of the context shares its parent's sockets (the same open
+ * files): its close leaves them alone, for the parent still receives there. */
 void uro_wire_close(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 
 	if (!w)
 		return;
+	if (ctx->owner_pid != getpid()) {
+		endpoint_free(w);
+		ctx->wire = NULL;
+		return;
+	}
 	pthread_mutex_lock(&w->rx_lock);
+	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
+		stop_receiving(w, (enum uro_wire_family)f);
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
 		for (int i = 0; i < 64 && receive_udp(ctx, (enum uro_wire_family)f) > 0; i++)
 			;

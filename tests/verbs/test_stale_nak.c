@@ -1,0 +1,154 @@
+/* A sequence-error NAK for a PSN already acknowledged is stale (it was
+ * held back behind a later ACK, as the reorder fault does) and costs the
+ * requester nothing: no retry spent, nothing sent again. Before, each one
+ * spent a retry, and eight of them in a row ended the next request in
+ * IBV_WC_RETRY_EXC_ERR with nothing lost; test_stress under heavy faults
+ * ended a QP that way now and then.
+ *
+ * This process plays the responder with a plain UDP socket on 127.0.0.2
+ * (lo), to which a uroce RC QP on the wire sends two SENDs. It answers the
+ * first with an ACK, then sends eight stale NAKs, then the ACK of the
+ * second: both SENDs must complete. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "icrc.h"
+#include "packet.h"
+#include "pair.h"
+#include "wire_opcode.h"
+
+#define PEER_QPN  0x123
+#define FIRST_PSN 100
+#define STALE	  8 /* retry_cnt 7: the eighth NAK paid ran the budget out */
+
+static struct side S;
+static const struct ibv_qp_cap CAP = {
+    .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1};
+
+/* RTS towards PEER_QPN at 127.0.0.2, first PSN FIRST_PSN, 7 retries. */
+static int connect_to_peer(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = PEER_QPN;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
+	a.ah_attr.grh.dgid.raw[12] = 127;
+	a.ah_attr.grh.dgid.raw[15] = 2;
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14; /* 67 ms: the answers here come long before */
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = FIRST_PSN;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* An ACK (syndrome 0) or a sequence-error NAK (0x60) for psn, from the
+ * peer's socket fd to the QP's port 4791 on 127.0.0.1. */
+static void answer(int fd, uint8_t syndrome, uint32_t psn)
+{
+	struct uro_roce_packet p = {.opcode = 0x11 /* RC Acknowledge */,
+				    .pkey = 0xffff,
+				    .dest_qp = S.qp->qp_num,
+				    .psn = psn};
+	struct sockaddr_in to = {.sin_family = AF_INET,
+				 .sin_port = htons(URO_ROCE_PORT),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	uint8_t buf[256];
+	size_t tlen;
+
+	p.op = uro_wire_opcode(p.opcode);
+	p.aeth.syndrome = syndrome;
+	tlen = uro_roce_build(&p, buf + URO_ROCE_IPV4_UDP_LEN);
+	uro_roce_ipv4_udp(buf, htonl(0x7f000002), htonl(INADDR_LOOPBACK), htons(URO_ROCE_PORT),
+			  tlen + URO_ROCE_ICRC_LEN);
+	uro_roce_icrc_put(buf, 20, URO_ROCE_IPV4_UDP_LEN + tlen);
+	CHECK_EQ(sendto(fd, buf + URO_ROCE_IPV4_UDP_LEN, tlen + URO_ROCE_ICRC_LEN, 0,
+			(struct sockaddr *)&to, sizeof(to)),
+		 (ssize_t)(tlen + URO_ROCE_ICRC_LEN));
+}
+
+/* The PSN of the next request that reaches the peer, or -1 after 2 s. */
+static int64_t request(int fd)
+{
+	uint8_t bth[2048];
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	ssize_t n;
+
+	if (poll(&p, 1, 2000) != 1 || (n = recv(fd, bth, sizeof(bth), 0)) < URO_ROCE_BTH_LEN)
+		return -1;
+	return (uint32_t)bth[9] << 16 | bth[10] << 8 | bth[11];
+}
+
+static void test_stale_naks_cost_nothing(int fd)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)S.buf, .length = 8, .lkey = S.mr->lkey};
+	struct ibv_send_wr wr[2] = {{.wr_id = 1,
+				     .sg_list = &sge,
+				     .num_sge = 1,
+				     .opcode = IBV_WR_SEND,
+				     .send_flags = IBV_SEND_SIGNALED},
+				    {.wr_id = 2,
+				     .sg_list = &sge,
+				     .num_sge = 1,
+				     .opcode = IBV_WR_SEND,
+				     .send_flags = IBV_SEND_SIGNALED}},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr[0].next = &wr[1];
+	CHECK_EQ(ibv_post_send(S.qp, wr, &bad), 0);
+	CHECK_EQ(request(fd), FIRST_PSN);
+	CHECK_EQ(request(fd), FIRST_PSN + 1);
+	answer(fd, 0, FIRST_PSN);
+	/* Each names a PSN the ACK before it covers, each another, so that
+	 * none is taken for a copy of the one before. */
+	for (uint32_t i = 0; i < STALE; i++)
+		answer(fd, 0x60, FIRST_PSN - STALE + 1 + i);
+	answer(fd, 0, FIRST_PSN + 1);
+	for (uint64_t id = 1; id <= 2; id++) {
+		CHECK_EQ(poll_one(S.cq, &wc), 1);
+		CHECK_EQ(wc.wr_id, id);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	}
+}
+
+int main(void)
+{
+	struct sockaddr_in peer = {.sin_family = AF_INET,
+				   .sin_port = htons(URO_ROCE_PORT),
+				   .sin_addr.s_addr = htonl(0x7f000002)};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	CHECK(fd >= 0 && !bind(fd, (struct sockaddr *)&peer, sizeof(peer)));
+	CHECK_EQ(side_open(&S, IBV_QPT_RC, 8, CAP), 0);
+	if (check_failed)
+		return check_report();
+	CHECK_EQ(connect_to_peer(S.qp), 0);
+	RUN(test_stale_naks_cost_nothing(fd), 30);
+	close(fd);
+	side_close(&S);
+	return check_report();
+}
