@@ -15,9 +15,6 @@
 #include "attach_probe.h"
 #include "self_pid.h"
 
-/* Read across the fork at the address both processes share. */
-static volatile char probe_byte = 0x6b;
-
 int uro_attach_grant(void)
 {
 	const char *opt = getenv("UROCE_PTRACER");
@@ -35,24 +32,12 @@ int uro_attach_grant(void)
 	return prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) ? errno : 0;
 }
 
-static int read_byte_of(pid_t pid)
-{
-	char c = 0;
-	struct iovec l = {.iov_base = &c, .iov_len = 1};
-	struct iovec r = {.iov_base = (void *)&probe_byte, .iov_len = 1};
-	ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-
-	if (n < 0)
-		return errno;
-	return n == 1 && c == probe_byte ? 0 : EFAULT;
-}
-
 /* The child: reads its parent, reports, and waits to be read in turn
  * until the parent closes hold. Only system calls: it is a copy of a
  * possibly multithreaded process made without fork(3). */
 static __attribute__((noreturn)) void child(pid_t parent, int res, int hold)
 {
-	int e = read_byte_of(parent);
+	int e = uro_attach_read(parent);
 	char c;
 
 	if (write(res, &e, sizeof(e)) != sizeof(e))
@@ -92,7 +77,7 @@ int uro_attach_self_probe(void)
 		err = ECHILD;
 	/* The other way too: a filter may refuse only some targets. */
 	if (pid > 0 && !err)
-		err = read_byte_of(pid);
+		err = uro_attach_read(pid);
 	close(hold[1]);
 	close(res[0]);
 	if (pid > 0)

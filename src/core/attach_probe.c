@@ -12,10 +12,10 @@
 #include "attach_path.h"
 #include "process_policy.h"
 
-/* Read by the probe's children at the address fork gave both. */
+/* Read by the probes' children at the address fork gave both. */
 static volatile char probe_byte = 0x5a;
 
-static int read_byte(pid_t pid)
+int uro_attach_read(pid_t pid)
 {
 	char c = 0;
 	struct iovec l = {.iov_base = &c, .iov_len = 1};
@@ -24,7 +24,7 @@ static int read_byte(pid_t pid)
 
 	if (n < 0)
 		return errno;
-	return n == 1 && c == 0x5a ? 0 : EFAULT;
+	return n == 1 && c == probe_byte ? 0 : EFAULT;
 }
 
 int uro_userns_differs(pid_t pid)
@@ -49,7 +49,7 @@ void uro_attach_facts(int err, pid_t target, struct uro_attach_facts *f)
 
 	memset(f, 0, sizeof(*f));
 	f->err = err;
-	f->self_err = read_byte(getpid());
+	f->self_err = uro_attach_read(getpid());
 	f->yama = uro_yama_scope();
 	f->seccomp = uro_seccomp_mode(NULL);
 	snprintf(path, sizeof(path), "/proc/%d", (int)target);
@@ -87,7 +87,7 @@ int uro_attach_probe(struct uro_attach_facts *f)
 	if (target > 0)
 		prober = fork();
 	if (prober == 0) {
-		int e = read_byte(target);
+		int e = uro_attach_read(target);
 
 		_exit(write(res[1], &e, sizeof(e)) != sizeof(e));
 	}

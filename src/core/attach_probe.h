@@ -40,6 +40,10 @@ void uro_attach_facts(int err, pid_t target, struct uro_attach_facts *f);
  * other's ancestor, as two programs a user starts are: 0 or the errno. */
 int uro_attach_probe(struct uro_attach_facts *f);
 
+/* Reads one byte of pid's, at an address of this library's that a fork
+ * gives parent and child alike: 0, or the errno of the refusal. */
+int uro_attach_read(pid_t pid);
+
 /* Whether pid lives in a user namespace this process is not in: the kernel
  * lets an attach cross user namespaces only downwards (commoncap's ptrace
  * check), so the two cannot reach each other both ways. */
