@@ -1581,6 +1581,10 @@ static void test_other_user(void)
 		printf("other-user peer: skipped, needs root to create one\n");
 		return;
 	}
+	/* nobody's registry as a fresh host has it: records left by this
+	 * test's earlier runs made the wire exchange below hang under valgrind
+	 * (an open defect, not yet understood; see the stop notes). */
+	unlink("/dev/shm/uroce-registry-65534");
 	CHECK_EQ(pipe(up), 0);
 	CHECK_EQ(pipe(down), 0);
 	pid = fork();
@@ -1606,6 +1610,7 @@ static void test_other_user(void)
 	CHECK_EQ(read(up[0], &ok, 1), 1);
 	CHECK_EQ(ok, 1);
 	waitpid(pid, NULL, 0);
+	unlink("/dev/shm/uroce-registry-65534");
 	close(up[0]);
 	close(down[0]);
 	close(down[1]);
