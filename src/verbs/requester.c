@@ -13,22 +13,19 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#include "atomic_table.h"
 #include "cq_ring.h"
 #include "memory_window.h"
 #include "objects.h"
 #include "opcode.h"
 #include "port_counters.h"
 #include "remote_copy.h"
+#include "requester.h"
 #include "segment_ops.h"
 #include "staged_payload.h"
 #include "user_memory.h"
 #include "wire.h"
 
 #define RNR_RETRY_FOREVER 7
-
-/* Results of an attempt besides a work-completion status: it must wait. */
-enum { RESULT_RNR = -1, RESULT_NO_ACK = -2 };
 
 static int waits(int result)
 {
@@ -167,20 +164,6 @@ static int move_status(struct uro_peer *p, int err, enum ibv_wc_status fault_sta
 		return RESULT_NO_ACK;
 	return (int)fault_status;
 }
-
-/* Where a request lands: the QP, and the receive side it uses. For RC and
- * UC that is the QP's own (its RQ or SRQ, its PD, its CQ, its process's
- * memory); for XRC it is the SRQ the request names, in whichever process
- * of the domain owns it: its PD checks keys, its CQ completes the receives,
- * its process's memory is read and written (IBTA A14.4). */
-struct target {
-	struct uro_peer *qp_peer; /* the QP's process */
-	struct uro_seg_qp *qp;
-	struct uro_peer *peer; /* the receive side's process */
-	uint32_t srq;	       /* 1-based, 0 = the QP's own queue */
-	uint32_t key_pd;       /* the PD remote keys and windows must be on */
-	uint32_t recv_cq;      /* where receives complete */
-};
 
 /* The QP this one is connected to, if it is there and accepting packets
  * (RTR, RTS or SQD, connected back to us): 0. Otherwise RESULT_NO_ACK:
@@ -381,8 +364,8 @@ static int send_message(struct uro_qp *qp, const struct ibv_send_wr *wr,
  * responder QP and the key must grant (IBTA 9.7.5.1.3, 10.6.3), held in h
  * until uro_release (key_hold.h); a violation moves the responder QP to
  * ERR. */
-static int remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t len, unsigned access,
-			struct iovec *riov, struct uro_holds *h)
+int uro_remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t len, unsigned access,
+		     struct iovec *riov, struct uro_holds *h)
 {
 	uint64_t addr = 0;
 
@@ -405,8 +388,8 @@ static int remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t l
 /* Moves the bytes of a WRITE or READ under the held key and lets it go. A
  * key revoked mid-copy, or memory gone under it, is the responder's access
  * violation, which moves its QP to ERR as a checked key's would. */
-static int remote_move(struct target *t, int to_peer, const struct iovec *liov, int nl,
-		       const struct iovec *riov, uint64_t len, struct uro_holds *h)
+int uro_remote_move(struct target *t, int to_peer, const struct iovec *liov, int nl,
+		    const struct iovec *riov, uint64_t len, struct uro_holds *h)
 {
 	int st = move_status(t->peer, move(t->peer, to_peer, liov, nl, riov, 1, len, h),
 			     IBV_WC_REM_ACCESS_ERR);
@@ -424,8 +407,8 @@ static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const str
 	struct iovec riov;
 	struct uro_recv r;
 	struct uro_cqe e;
-	int st = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-			      IBV_ACCESS_REMOTE_WRITE, &riov, &h);
+	int st = uro_remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+				  IBV_ACCESS_REMOTE_WRITE, &riov, &h);
 
 	if (st != IBV_WC_SUCCESS)
 		return st;
@@ -434,7 +417,7 @@ static int rdma_write(struct uro_qp *qp, const struct ibv_send_wr *wr, const str
 		uro_release(&h);
 		return RESULT_RNR;
 	}
-	st = remote_move(t, 1, liov, nl, &riov, len, &h);
+	st = uro_remote_move(t, 1, liov, nl, &riov, len, &h);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	if (op->imm) {
@@ -451,160 +434,12 @@ static int rdma_read(const struct ibv_send_wr *wr, struct target *t, const struc
 {
 	struct uro_holds h;
 	struct iovec riov;
-	int st = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-			      IBV_ACCESS_REMOTE_READ, &riov, &h);
+	int st = uro_remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+				  IBV_ACCESS_REMOTE_READ, &riov, &h);
 
 	if (st != IBV_WC_SUCCESS)
 		return st;
-	return remote_move(t, 0, liov, nl, &riov, len, &h);
-}
-
-/* How long an atomic waits for its target's answer before it is left to
- * the ACK timer, as a request with no answer is. A target whose thread is
- * awake answers in a microsecond, one asleep in tens of them. */
-#define ATOMIC_WAIT_NS (1000ull * 1000)
-
-/* Hands the atomic to the target process, which executes it
- * (atomic_table.h), and waits for the answer; or, for the head of the
- * pending queue, waits again for the one it already handed over: a retry
- * never executes an atomic twice (IBTA 9.7.5.1.1: a duplicate atomic is
- * answered, not executed). IBV_WC_SUCCESS with *old, the responder's
- * error, or RESULT_NO_ACK: the target did not answer in time, or answered
- * that it could not take the request now. */
-static int atomic_answer(struct uro_qp *qp, struct target *t, const struct uro_atomic_request *rq,
-			 uint64_t *old)
-{
-	struct uro_atomic_answer a;
-	int r;
-
-	if (!qp->atomic_peer) {
-		if (uro_atomic_post(t->peer, rq, &qp->atomic_ticket))
-			return RESULT_NO_ACK; /* every slot held: a busy responder */
-		qp->atomic_peer = t->peer;
-	}
-	r = uro_atomic_wait(qp->atomic_peer, &qp->atomic_ticket, ATOMIC_WAIT_NS, &a);
-	if (r == 0)
-		return RESULT_NO_ACK;
-	qp->atomic_peer = NULL;
-	if (r < 0 || a.status == URO_ATOMIC_UNANSWERED)
-		return RESULT_NO_ACK;
-	if (a.status != IBV_WC_SUCCESS) {
-		uro_qp_error(t->qp_peer, t->qp);
-		return (int)a.status;
-	}
-	*old = a.old;
-	return IBV_WC_SUCCESS;
-}
-
-/* The head's atomic ends without its answer (out of retries, flushed,
- * dropped with its QP): its slot goes back to the target's table. */
-static void atomic_forget(struct uro_qp *qp)
-{
-	if (!qp->atomic_peer)
-		return;
-	uro_atomic_abandon(qp->atomic_peer, &qp->atomic_ticket);
-	qp->atomic_peer = NULL;
-}
-
-/* The responder's checks of an atomic, made here as for every request so
- * that each failure has the status a NIC's responder gives it: 8-byte
- * alignment, then the key, PD, bounds and access. */
-static int atomic_check(struct target *t, uint32_t rkey, uint64_t va, unsigned access)
-{
-	struct uro_holds h;
-	struct iovec riov;
-	int st;
-
-	if (va & 7) {
-		uro_qp_error(t->qp_peer, t->qp);
-		return IBV_WC_REM_INV_REQ_ERR;
-	}
-	st = remote_range(t, rkey, va, 8, access, &riov, &h);
-	if (st == IBV_WC_SUCCESS)
-		uro_release(&h); /* the target holds the key while it executes */
-	return st;
-}
-
-static void atomic_request(const struct ibv_send_wr *wr, const struct target *t,
-			   struct uro_atomic_request *rq)
-{
-	int cas = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
-
-	rq->kind = cas ? URO_ATOMIC_CMP_SWAP : URO_ATOMIC_FETCH_ADD;
-	rq->rkey = wr->wr.atomic.rkey;
-	rq->pd = t->key_pd;
-	rq->qpn = t->qp->qpn;
-	rq->va = wr->wr.atomic.remote_addr;
-	rq->operand = cas ? wr->wr.atomic.swap : wr->wr.atomic.compare_add;
-	rq->compare = wr->wr.atomic.compare_add;
-}
-
-/* FETCH_AND_ADD and CMP_AND_SWP, executed by the target process with one
- * CPU atomic on its memory: atomic with respect to every other atomic on
- * it, from this host or the wire (IBV_ATOMIC_HCA), and no initiator holds
- * anything another waits for (atomic_table.h). */
-static int atomic_op(struct uro_qp *qp, const struct ibv_send_wr *wr, struct target *t,
-		     const struct iovec *liov, int nl, uint64_t len)
-{
-	struct uro_atomic_request rq;
-	uint64_t old;
-	int st;
-
-	if (len != 8 || nl != 1)
-		return IBV_WC_LOC_LEN_ERR;
-	if (!qp->atomic_peer) {
-		st = atomic_check(t, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr,
-				  IBV_ACCESS_REMOTE_ATOMIC);
-		if (st != IBV_WC_SUCCESS)
-			return st;
-	}
-	atomic_request(wr, t, &rq);
-	st = atomic_answer(qp, t, &rq, &old);
-	if (st != IBV_WC_SUCCESS)
-		return st;
-	/* The original value, to the requester: its buffer may have gone since
-	 * the gather's probe. */
-	return uro_user_copy(liov[0].iov_base, &old, 8) ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
-}
-
-/* ATOMIC WRITE: 8 bytes land as one (IBTA 1.5, 9.4.7). Alignment and access
- * are an RDMA WRITE's plus an atomic's alignment. Where the target runs its
- * atomic server, the target stores them, atomic with respect to its other
- * atomics. A target without one takes no FETCH_AND_ADD or CMP_AND_SWP at
- * all (atomic_server.c starts with the first region or QP that could take
- * them): there the 8 bytes are one cross-memory write, as a WRITE's. */
-static int atomic_write(struct uro_qp *qp, const struct ibv_send_wr *wr, struct target *t,
-			const struct iovec *liov, int nl, uint64_t len)
-{
-	struct uro_atomic_request rq = {.kind = URO_ATOMIC_WRITE,
-					.rkey = wr->wr.rdma.rkey,
-					.pd = t->key_pd,
-					.qpn = t->qp->qpn,
-					.va = wr->wr.rdma.remote_addr};
-	struct uro_holds h;
-	struct iovec riov;
-	uint64_t old;
-	int st;
-
-	if (len != 8)
-		return IBV_WC_LOC_LEN_ERR;
-	if (!qp->atomic_peer && !uro_atomic_served(t->peer)) {
-		if (wr->wr.rdma.remote_addr & 7) {
-			uro_qp_error(t->qp_peer, t->qp);
-			return IBV_WC_REM_INV_REQ_ERR;
-		}
-		st = remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, 8,
-				  IBV_ACCESS_REMOTE_WRITE, &riov, &h);
-		return st == IBV_WC_SUCCESS ? remote_move(t, 1, liov, nl, &riov, 8, &h) : st;
-	}
-	if (!qp->atomic_peer) {
-		st = atomic_check(t, rq.rkey, rq.va, IBV_ACCESS_REMOTE_WRITE);
-		if (st != IBV_WC_SUCCESS)
-			return st;
-		if (uro_user_gather(&rq.operand, liov, nl))
-			return IBV_WC_LOC_PROT_ERR;
-	}
-	return atomic_answer(qp, t, &rq, &old);
+	return uro_remote_move(t, 0, liov, nl, &riov, len, &h);
 }
 
 /* RC and UC. A UC responder drops what it cannot take, silently: the
@@ -644,10 +479,10 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 		st = rdma_read(wr, &t, liov, nl, len);
 		break;
 	case URO_OP_ATOMIC_WRITE:
-		st = atomic_write(qp, wr, &t, liov, nl, len);
+		st = uro_atomic_write(qp, wr, &t, liov, nl, len);
 		break;
 	default:
-		st = atomic_op(qp, wr, &t, liov, nl, len);
+		st = uro_atomic_op(qp, wr, &t, liov, nl, len);
 		break;
 	}
 	return rc_qp ? st : IBV_WC_SUCCESS;
@@ -791,7 +626,7 @@ static void pop_pending(struct uro_context *ctx, struct uro_qp *qp)
 {
 	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
 
-	atomic_forget(qp);
+	uro_atomic_forget(qp);
 	qp->pending_head = (qp->pending_head + 1) % cap;
 	if (--qp->pending_n == 0)
 		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
@@ -864,7 +699,7 @@ void uro_qp_drop_pending(struct uro_qp *qp)
 	struct uro_context *ctx = to_uctx(qp->qpx.qp_base.context);
 
 	pthread_spin_lock(&qp->sq_lock);
-	atomic_forget(qp);
+	uro_atomic_forget(qp);
 	if (qp->pending_n)
 		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
 	qp->pending_n = 0;
@@ -928,7 +763,7 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		st = run(ctx, qp, wr, seq);
 		if (waits(st)) {
 			if ((err = pending_alloc(qp))) {
-				atomic_forget(qp); /* not kept: its slot goes back */
+				uro_atomic_forget(qp); /* not kept: its slot goes back */
 				break;
 			}
 			defer(ctx, qp, wr, seq, st);

@@ -1,0 +1,155 @@
+/* The shared-memory requester's atomics: checked here as every request
+ * is, then handed to the target process, which executes them
+ * (atomic_table.h says why the target, and not the initiator). */
+#include "atomic_table.h"
+#include "requester.h"
+#include "segment_ops.h"
+#include "user_memory.h"
+
+/* How long an atomic waits for its target's answer before it is left to
+ * the ACK timer, as a request with no answer is. A target whose thread is
+ * awake answers in a microsecond, one asleep in tens of them. */
+#define ATOMIC_WAIT_NS (1000ull * 1000)
+
+/* Hands the atomic to the target process, which executes it
+ * (atomic_table.h), and waits for the answer; or, for the head of the
+ * pending queue, waits again for the one it already handed over: a retry
+ * never executes an atomic twice (IBTA 9.7.5.1.1: a duplicate atomic is
+ * answered, not executed). IBV_WC_SUCCESS with *old, the responder's
+ * error, or RESULT_NO_ACK: the target did not answer in time, or answered
+ * that it could not take the request now. */
+static int atomic_answer(struct uro_qp *qp, struct target *t, const struct uro_atomic_request *rq,
+			 uint64_t *old)
+{
+	struct uro_atomic_answer a;
+	int r;
+
+	if (!qp->atomic_peer) {
+		if (uro_atomic_post(t->peer, rq, &qp->atomic_ticket))
+			return RESULT_NO_ACK; /* every slot held: a busy responder */
+		qp->atomic_peer = t->peer;
+	}
+	r = uro_atomic_wait(qp->atomic_peer, &qp->atomic_ticket, ATOMIC_WAIT_NS, &a);
+	if (r == 0)
+		return RESULT_NO_ACK;
+	qp->atomic_peer = NULL;
+	if (r < 0 || a.status == URO_ATOMIC_UNANSWERED)
+		return RESULT_NO_ACK;
+	if (a.status != IBV_WC_SUCCESS) {
+		uro_qp_error(t->qp_peer, t->qp);
+		return (int)a.status;
+	}
+	*old = a.old;
+	return IBV_WC_SUCCESS;
+}
+
+/* The head's atomic ends without its answer (out of retries, flushed,
+ * dropped with its QP): its slot goes back to the target's table. */
+void uro_atomic_forget(struct uro_qp *qp)
+{
+	if (!qp->atomic_peer)
+		return;
+	uro_atomic_abandon(qp->atomic_peer, &qp->atomic_ticket);
+	qp->atomic_peer = NULL;
+}
+
+/* The responder's checks of an atomic, made here as for every request so
+ * that each failure has the status a NIC's responder gives it: 8-byte
+ * alignment, then the key, PD, bounds and access. */
+static int atomic_check(struct target *t, uint32_t rkey, uint64_t va, unsigned access)
+{
+	struct uro_holds h;
+	struct iovec riov;
+	int st;
+
+	if (va & 7) {
+		uro_qp_error(t->qp_peer, t->qp);
+		return IBV_WC_REM_INV_REQ_ERR;
+	}
+	st = uro_remote_range(t, rkey, va, 8, access, &riov, &h);
+	if (st == IBV_WC_SUCCESS)
+		uro_release(&h); /* the target holds the key while it executes */
+	return st;
+}
+
+static void atomic_request(const struct ibv_send_wr *wr, const struct target *t,
+			   struct uro_atomic_request *rq)
+{
+	int cas = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+
+	rq->kind = cas ? URO_ATOMIC_CMP_SWAP : URO_ATOMIC_FETCH_ADD;
+	rq->rkey = wr->wr.atomic.rkey;
+	rq->pd = t->key_pd;
+	rq->qpn = t->qp->qpn;
+	rq->va = wr->wr.atomic.remote_addr;
+	rq->operand = cas ? wr->wr.atomic.swap : wr->wr.atomic.compare_add;
+	rq->compare = wr->wr.atomic.compare_add;
+}
+
+/* FETCH_AND_ADD and CMP_AND_SWP, executed by the target process with one
+ * CPU atomic on its memory: atomic with respect to every other atomic on
+ * it, from this host or the wire (IBV_ATOMIC_HCA), and no initiator holds
+ * anything another waits for (atomic_table.h). */
+int uro_atomic_op(struct uro_qp *qp, const struct ibv_send_wr *wr, struct target *t,
+		  const struct iovec *liov, int nl, uint64_t len)
+{
+	struct uro_atomic_request rq;
+	uint64_t old;
+	int st;
+
+	if (len != 8 || nl != 1)
+		return IBV_WC_LOC_LEN_ERR;
+	if (!qp->atomic_peer) {
+		st = atomic_check(t, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr,
+				  IBV_ACCESS_REMOTE_ATOMIC);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+	}
+	atomic_request(wr, t, &rq);
+	st = atomic_answer(qp, t, &rq, &old);
+	if (st != IBV_WC_SUCCESS)
+		return st;
+	/* The original value, to the requester: its buffer may have gone since
+	 * the gather's probe. */
+	return uro_user_copy(liov[0].iov_base, &old, 8) ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
+}
+
+/* ATOMIC WRITE: 8 bytes land as one (IBTA 1.5, 9.4.7). Alignment and access
+ * are an RDMA WRITE's plus an atomic's alignment. Where the target runs its
+ * atomic server, the target stores them, atomic with respect to its other
+ * atomics. A target without one takes no FETCH_AND_ADD or CMP_AND_SWP at
+ * all (atomic_server.c starts with the first region or QP that could take
+ * them): there the 8 bytes are one cross-memory write, as a WRITE's. */
+int uro_atomic_write(struct uro_qp *qp, const struct ibv_send_wr *wr, struct target *t,
+		     const struct iovec *liov, int nl, uint64_t len)
+{
+	struct uro_atomic_request rq = {.kind = URO_ATOMIC_WRITE,
+					.rkey = wr->wr.rdma.rkey,
+					.pd = t->key_pd,
+					.qpn = t->qp->qpn,
+					.va = wr->wr.rdma.remote_addr};
+	struct uro_holds h;
+	struct iovec riov;
+	uint64_t old;
+	int st;
+
+	if (len != 8)
+		return IBV_WC_LOC_LEN_ERR;
+	if (!qp->atomic_peer && !uro_atomic_served(t->peer)) {
+		if (wr->wr.rdma.remote_addr & 7) {
+			uro_qp_error(t->qp_peer, t->qp);
+			return IBV_WC_REM_INV_REQ_ERR;
+		}
+		st = uro_remote_range(t, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, 8,
+				      IBV_ACCESS_REMOTE_WRITE, &riov, &h);
+		return st == IBV_WC_SUCCESS ? uro_remote_move(t, 1, liov, nl, &riov, 8, &h) : st;
+	}
+	if (!qp->atomic_peer) {
+		st = atomic_check(t, rq.rkey, rq.va, IBV_ACCESS_REMOTE_WRITE);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+		if (uro_user_gather(&rq.operand, liov, nl))
+			return IBV_WC_LOC_PROT_ERR;
+	}
+	return atomic_answer(qp, t, &rq, &old);
+}
