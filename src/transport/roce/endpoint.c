@@ -35,6 +35,7 @@
 #include "port_probe.h"
 #include "socket_buffer.h"
 #include "wire.h"
+#include "wire_socket.h"
 
 /* What a forwarded datagram carries in front of the packet: its
  * addresses as GIDs (IPv4-mapped for IPv4) and its UDP source port. */
@@ -43,149 +44,6 @@ struct forward_head {
 	uint16_t sport; /* network order */
 	uint16_t reserved;
 };
-
-static const int af_of[URO_WIRE_FAMILIES] = {[URO_WIRE_IPV4] = AF_INET, [URO_WIRE_IPV6] = AF_INET6};
-
-static enum uro_wire_family family_of(const union ibv_gid *gid)
-{
-	return uro_gid_is_ipv4_mapped(gid) ? URO_WIRE_IPV4 : URO_WIRE_IPV6;
-}
-
-/* The link's first address of family f, as its GID: -1 for none. */
-static int link_addr(const struct uro_device_model *m, enum uro_wire_family f, union ibv_gid *gid)
-{
-	for (int i = 0; i < m->ngids; i++) {
-		if (family_of(&m->gids[i].gid) == f) {
-			*gid = m->gids[i].gid;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* gid's address and port (network order); a link-local IPv6 address
- * (fe80::/10) is scoped to ifindex. */
-static void dest_of(const union ibv_gid *gid, uint16_t port, unsigned ifindex,
-		    struct uro_wire_dest *d)
-{
-	memset(d, 0, sizeof(*d));
-	d->gid = *gid;
-	d->family = (uint8_t)family_of(gid);
-	if (d->family == URO_WIRE_IPV4) {
-		d->sa.in.sin_family = AF_INET;
-		d->sa.in.sin_port = port;
-		memcpy(&d->sa.in.sin_addr, gid->raw + 12, 4);
-		d->len = sizeof(d->sa.in);
-		return;
-	}
-	d->sa.in6.sin6_family = AF_INET6;
-	d->sa.in6.sin6_port = port;
-	memcpy(&d->sa.in6.sin6_addr, gid->raw, 16);
-	if (gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80)
-		d->sa.in6.sin6_scope_id = ifindex;
-	d->len = sizeof(d->sa.in6);
-}
-
-void uro_wire_dest(const struct uro_wire_endpoint *w, const union ibv_gid *gid,
-		   struct uro_wire_dest *d)
-{
-	dest_of(gid, htons(URO_ROCE_PORT), w->ifindex, d);
-}
-
-/* Never fragmented: Linux then sends IPv4 with DF and identification 0
- * from an unconnected socket, the header the ICRC is computed over. */
-static int no_fragments(int fd, enum uro_wire_family f)
-{
-	int v4 = IP_PMTUDISC_DO, v6 = IPV6_PMTUDISC_DO, one = 1;
-
-	if (f == URO_WIRE_IPV4)
-		return setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &v4, sizeof(v4));
-	return setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &v6, sizeof(v6)) ||
-	       setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-}
-
-/* A UDP socket of family f bound to gid's address and port (network
- * order, 0 for one the kernel picks). */
-static int bound_socket(enum uro_wire_family f, const union ibv_gid *gid, uint16_t port,
-			unsigned ifindex)
-{
-	struct uro_wire_dest a;
-	int fd = socket(af_of[f], SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	dest_of(gid, port, ifindex, &a);
-	if (no_fragments(fd, f) ||
-	    (port ? uro_port_bind_shared(fd, &a.sa.sa, a.len) : bind(fd, &a.sa.sa, a.len))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* A receive buffer smaller than one window loses packets of every long
- * message: said once, with the limit that made it so. */
-static void small_buffer(int got)
-{
-	static int told;
-	struct uro_sockbuf_limits l;
-
-	if (got < 0 || uro_sockbuf_enough(got) || __atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-		return;
-	uro_sockbuf_limits(&l);
-	uro_warn("the kernel gives a RoCEv2 socket %d KiB of receive buffer, less than the %d KiB "
-		 "a %u KiB window needs (net.core.rmem_max is %ld): long messages will be lost "
-		 "and sent again; as root: sysctl net.core.rmem_max=%d",
-		 got >> 10, URO_WIRE_RCVBUF_NEED >> 10, URO_WIRE_WINDOW_BYTES >> 10, l.rmem_max,
-		 URO_WIRE_RCVBUF_WANT);
-}
-
-static int udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex)
-{
-	int one = 1;
-	int fd = bound_socket(f, gid, htons(URO_ROCE_PORT), ifindex);
-
-	/* The address a packet came to: the ICRC covers it. */
-	if (fd >= 0 && (f == URO_WIRE_IPV4
-			    ? setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one))
-			    : setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)))) {
-		close(fd);
-		return -1;
-	}
-	if (fd >= 0)
-		small_buffer(uro_sockbuf_grow_rcv(fd, URO_WIRE_RCVBUF_WANT));
-	return fd;
-}
-
-/* A socket that only sends, from an ephemeral port of gid's address that
- * the kernel picks and keeps for it: one flow's UDP source port. */
-static int tx_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex,
-		     uint16_t *port)
-{
-	struct uro_wire_dest a;
-	socklen_t len = sizeof(a.sa);
-	int small = 1, fd = bound_socket(f, gid, 0, ifindex);
-
-	if (fd < 0)
-		return -1;
-	/* Nothing is sent to it: a datagram that is waits in a tiny buffer. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) ||
-	    getsockname(fd, &a.sa.sa, &len)) {
-		close(fd);
-		return -1;
-	}
-	*port = f == URO_WIRE_IPV4 ? a.sa.in.sin_port : a.sa.in6.sin6_port;
-	return fd;
-}
-
-static void socks_close(struct uro_wire_socks *s)
-{
-	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
-		if (s->tx_fd[i] >= 0)
-			close(s->tx_fd[i]);
-	if (s->fd >= 0)
-		close(s->fd);
-}
 
 /* Adds fd to the endpoint's receive set, reported as what. */
 static int watch(int efd, int fd, uint32_t what)
@@ -232,7 +90,7 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 	n.fd = -1;
 	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
 		n.tx_fd[i] = -1;
-	if (link_addr(&ctx->model, f, &n.addr)) {
+	if (uro_wire_link_addr(&ctx->model, f, &n.addr)) {
 		uro_warn("device %s: no IPv%c address on its netdev for RoCEv2 to that family",
 			 ctx->dev->ibdev.name, f == URO_WIRE_IPV4 ? '4' : '6');
 		return EADDRNOTAVAIL;
@@ -243,9 +101,9 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 		return 0;
 	}
 	for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
-		if ((n.tx_fd[i] = tx_socket(f, &n.addr, w->ifindex, &n.tx_port[i])) < 0)
+		if ((n.tx_fd[i] = uro_wire_tx_socket(f, &n.addr, w->ifindex, &n.tx_port[i])) < 0)
 			break;
-	fd = n.tx_fd[URO_WIRE_TX_PORTS - 1] < 0 ? -1 : udp_socket(f, &n.addr, w->ifindex);
+	fd = n.tx_fd[URO_WIRE_TX_PORTS - 1] < 0 ? -1 : uro_wire_udp_socket(f, &n.addr, w->ifindex);
 	if (fd >= 0 && watch(w->rx_efd, fd, f)) {
 		close(fd);
 		fd = -1;
@@ -262,7 +120,7 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 		if (!later)
 			w->awaited[f] = 0; /* no announcement will mend it */
 		pthread_mutex_unlock(&w->open_lock);
-		socks_close(&n);
+		uro_wire_socks_close(&n);
 		if (!tell)
 			return err;
 		if (later) {
@@ -306,7 +164,7 @@ static unsigned tx_index(const uint8_t *bth)
 static void endpoint_free(struct uro_wire_endpoint *w)
 {
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
-		socks_close(&w->fam[f]);
+		uro_wire_socks_close(&w->fam[f]);
 	uro_relay_close(&w->relay);
 	uro_wire_faults_free(w->faults);
 	uro_pcap_close(w->pcap);
@@ -387,9 +245,9 @@ static int families_open(struct uro_context *ctx, struct uro_wire_endpoint *w,
 	int err = EADDRNOTAVAIL, opened = 0;
 
 	if (gid)
-		return socks_open(ctx, w, family_of(gid));
+		return socks_open(ctx, w, uro_wire_family_of(gid));
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++) {
-		if (link_addr(&ctx->model, (enum uro_wire_family)f, &any))
+		if (uro_wire_link_addr(&ctx->model, (enum uro_wire_family)f, &any))
 			continue;
 		if (!(err = socks_open(ctx, w, (enum uro_wire_family)f)))
 			opened = 1;
@@ -865,7 +723,7 @@ static void stop_receiving(struct uro_wire_endpoint *w, enum uro_wire_family f)
 
 	if (s->fd < 0)
 		return;
-	dest_of(&s->addr, htons(URO_ROCE_PORT), w->ifindex, &self);
+	uro_wire_dest_of(&s->addr, htons(URO_ROCE_PORT), w->ifindex, &self);
 	if (connect(s->fd, &self.sa.sa, self.len))
 		uro_warn("a closing RoCEv2 endpoint could not stop receiving: %s (what reaches "
 			 "it until it is closed is lost, as when a process dies)",
