@@ -145,6 +145,17 @@ two_hosts() {
 		ip -n $a link set lo up && ip -n $b link set lo up
 }
 
+# link_in_each DIR NS...: in each namespace NS, a link roce1 on its veth
+# ${NS}v, in the configuration DIR/NS.conf.
+link_in_each() {
+	local dir=$1 s
+	shift
+	for s in "$@"; do
+		ip netns exec $s env UROCE_CONFIG="$dir/$s.conf" "$UROCE" link add roce1 netdev ${s}v ||
+			bad "uroce link add in $s"
+	done
+}
+
 finish() {
 	echo "$passes passed, $fails failed"
 	[ "$fails" -eq 0 ]

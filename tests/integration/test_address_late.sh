@@ -28,10 +28,7 @@ two_hosts $a $b $net &&
 	echo "FAIL: cannot build the namespaces"
 	exit 1
 }
-for s in $a $b; do
-	ip netns exec $s env UROCE_CONFIG="$dir/$s.conf" "$UROCE" link add roce1 netdev ${s}v ||
-		bad "uroce link add in $s"
-done
+link_in_each "$dir" $a $b
 in_ns() {
 	local s=$1
 	shift

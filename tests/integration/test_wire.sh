@@ -20,10 +20,7 @@ two_hosts $a $b $net && ip -n $a link set ${a}v up && ip -n $b link set ${b}v up
 	echo "FAIL: cannot build the namespaces"
 	exit 1
 }
-for s in $a $b; do
-	ip netns exec $s env UROCE_CONFIG="$dir/$s.conf" "$UROCE" link add roce1 netdev ${s}v ||
-		bad "uroce link add in $s"
-done
+link_in_each "$dir" $a $b
 # The veths' IPv6 link-local addresses (GID 1 of each link) can be bound
 # once duplicate address detection is through.
 for _ in $(seq 50); do
