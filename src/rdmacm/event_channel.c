@@ -46,17 +46,34 @@ static void put_channel(struct uro_cm_channel *c)
 	free(c);
 }
 
+/* The fd's level follows the queue: set by the first event in, cleared by
+ * the last one out (its counter is then nonzero, so the read returns at
+ * once). Both under c->lock. */
+static void signal_level(struct uro_cm_channel *c, int was_empty)
+{
+	uint64_t v = 1;
+
+	if (was_empty == !c->head)
+		return;
+	if (c->head ? write(c->ch.fd, &v, sizeof(v)) != sizeof(v)
+		    : read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
+		abort(); /* an eventfd neither fills at 1 nor is empty while set */
+}
+
 /* A program may destroy the channel while one of its threads still waits
- * in rdma_get_cm_event (rping's CM thread is never joined). That thread
- * holds a reference: it goes on waiting, as a read of the kernel's closed
- * channel does, on memory that stays its own; one between two looks at
- * the queue returns ENODEV. */
+ * in rdma_get_cm_event (Debian's rping never joins its CM thread). That
+ * thread holds a reference: it goes on waiting on memory that stays its
+ * own, even if an event woke it just before, as a read of the kernel's
+ * channel waits while its list is empty (ucma.c, ucma_get_event), until a
+ * signal ends the wait. Only a call that starts later fails. */
 URO_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct uro_cm_channel *c = (struct uro_cm_channel *)channel;
+	int was_empty;
 
 	pthread_mutex_lock(&c->lock);
 	c->closed = 1;
+	was_empty = !c->head;
 	while (c->head) {
 		struct uro_cm_event *e = c->head;
 
@@ -64,6 +81,7 @@ URO_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		free(e);
 	}
 	c->tail = NULL;
+	signal_level(c, was_empty);
 	pthread_mutex_unlock(&c->lock);
 	put_channel(c);
 }
@@ -85,20 +103,6 @@ struct uro_cm_event *uro_cm_event_new(struct uro_cm_id *id, enum rdma_cm_event_t
 		e->ev.param.conn.private_data_len = pdata_len;
 	}
 	return e;
-}
-
-/* The fd's level follows the queue: set by the first event in, cleared by
- * the last one out (its counter is then nonzero, so the read returns at
- * once). Both under c->lock. */
-static void signal_level(struct uro_cm_channel *c, int was_empty)
-{
-	uint64_t v = 1;
-
-	if (was_empty == !c->head)
-		return;
-	if (c->head ? write(c->ch.fd, &v, sizeof(v)) != sizeof(v)
-		    : read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
-		abort(); /* an eventfd neither fills at 1 nor is empty while set */
 }
 
 void uro_cm_queue(struct uro_cm_channel *c, struct uro_cm_event *e)
@@ -149,24 +153,27 @@ void uro_cm_forget(struct uro_cm_id *id)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* The head of the queue, or NULL with errno EAGAIN when it is empty
- * (ENODEV once the channel is destroyed). */
+/* The head of the queue, or NULL with errno EAGAIN when it is empty. The
+ * event counts against its id in the same step that takes it off the
+ * queue, as the kernel counts events_reported under the list's lock: an
+ * rdma_destroy_id in between either drops it or waits for its ack, never
+ * frees the id under the reader. */
 static struct uro_cm_event *pop(struct uro_cm_channel *c)
 {
 	struct uro_cm_event *e;
 
 	pthread_mutex_lock(&c->lock);
-	if (c->closed) {
-		pthread_mutex_unlock(&c->lock);
-		errno = ENODEV;
-		return NULL;
-	}
 	e = c->head;
 	if (e) {
+		struct uro_cm_id *id = to_cm(e->ev.id);
+
 		c->head = e->next;
 		if (!c->head)
 			c->tail = NULL;
 		signal_level(c, 0);
+		pthread_mutex_lock(&id->lock);
+		id->pending_events++;
+		pthread_mutex_unlock(&id->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (!e)
@@ -183,7 +190,7 @@ static struct uro_cm_event *next_event(struct uro_cm_channel *c)
 	struct uro_cm_event *e;
 
 	while (!(e = pop(c))) {
-		if (errno == ENODEV || fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK)
+		if (fcntl(c->ch.fd, F_GETFL) & O_NONBLOCK)
 			return NULL;
 		if (poll(&p, 1, -1) < 0)
 			return NULL;
@@ -196,19 +203,20 @@ URO_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 {
 	struct uro_cm_channel *c = (struct uro_cm_channel *)channel;
 	struct uro_cm_event *e;
+	int closed;
 
 	if (!event)
 		return uro_cm_err(EINVAL);
 	pthread_mutex_lock(&c->lock);
-	c->refs++;
+	closed = c->closed;
+	c->refs += !closed;
 	pthread_mutex_unlock(&c->lock);
+	if (closed)
+		return uro_cm_err(ENODEV);
 	e = next_event(c);
 	put_channel(c);
 	if (!e)
 		return -1;
-	pthread_mutex_lock(&to_cm(e->ev.id)->lock);
-	to_cm(e->ev.id)->pending_events++;
-	pthread_mutex_unlock(&to_cm(e->ev.id)->lock);
 	*event = &e->ev;
 	return 0;
 }

@@ -10,7 +10,10 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -681,6 +684,88 @@ static void test_channel_destroyed_under_reader(void)
 	CHECK_EQ(wait_errno, EINTR);
 }
 
+/* A reader that an event woke, whose id and channel are destroyed before
+ * it looks (rping's client ends so, its CM thread never joined), goes on
+ * waiting as the kernel's does (ucma.c's ucma_get_event waits while the
+ * list is empty); and one that took the event first holds up
+ * rdma_destroy_id until it acknowledges it. In CI the woken reader
+ * returned ENODEV, and Debian's rping exited 255 after a clean run. */
+static pid_t reader_tid;
+
+static void *take_event(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	__atomic_store_n(&reader_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	waited = rdma_get_cm_event(arg, &ev);
+	wait_errno = errno;
+	if (!waited)
+		rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+/* Until the thread that stored its id there sleeps (in its poll): a call
+ * begun after the channel is destroyed would be a use after free. */
+static void wait_asleep(pid_t *tid)
+{
+	char path[64], stat[256] = "", *state;
+	int tries;
+
+	for (tries = 0; tries < 5000; tries++) {
+		pid_t t = __atomic_load_n(tid, __ATOMIC_ACQUIRE);
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)t);
+		f = t ? fopen(path, "r") : NULL;
+		if (f && !fgets(stat, sizeof(stat), f))
+			stat[0] = 0;
+		if (f)
+			fclose(f);
+		state = strrchr(stat, ')');
+		if (state && state[1] == ' ' && state[2] == 'S') {
+			*tid = 0;
+			return;
+		}
+		usleep(100);
+	}
+	CHECK(!"the reader never went to sleep");
+}
+
+static void test_channel_destroyed_under_woken_reader(void)
+{
+	enum { ROUNDS = 1000 };
+	struct sigaction sa = {.sa_handler = on_usr1}; /* no SA_RESTART */
+	int round, taken = 0;
+
+	sigaction(SIGUSR1, &sa, NULL);
+	for (round = 0; round < ROUNDS; round++) {
+		struct rdma_event_channel *c = rdma_create_event_channel();
+		struct sockaddr_in a = addr_of(port);
+		struct rdma_cm_id *id;
+		pthread_t t;
+
+		waited = 1;
+		CHECK(c != NULL);
+		if (!c || rdma_create_id(c, &id, NULL, RDMA_PS_TCP) ||
+		    pthread_create(&t, NULL, take_event, c))
+			return;
+		wait_asleep(&reader_tid);
+		CHECK_EQ(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000), 0);
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(c);
+		usleep(1000);
+		while (__atomic_load_n(&waited, __ATOMIC_ACQUIRE) == 1) {
+			pthread_kill(t, SIGUSR1); /* lost if it comes between two waits */
+			usleep(1000);
+		}
+		pthread_join(t, NULL);
+		taken += !waited;
+		if (waited)
+			CHECK_EQ(wait_errno, EINTR);
+	}
+	printf("# %d of %d readers took their event before it was destroyed\n", taken, ROUNDS);
+}
+
 /* A connect that arrives between the server's rdma_bind_addr and its
  * rdma_listen waits for the listener instead of being rejected (qperf
  * publishes its port in between). Both sides are in this process, on
@@ -830,6 +915,7 @@ int main(void)
 	RUN(test_port_taken_by_tcp(), 10);
 	RUN(test_destroyed_id_events(ch), 10);
 	RUN(test_channel_destroyed_under_reader(), 10);
+	RUN(test_channel_destroyed_under_woken_reader(), 30);
 	RUN(test_cycles(ch), 120);
 	rdma_destroy_event_channel(ch);
 	return check_report();
