@@ -19,8 +19,8 @@
 #define URO_MAX_SGE	  32
 #define URO_MAX_CQE	  ((1 << 20) - 1)
 #define URO_MAX_INLINE	  256
-#define URO_MIN_INLINE	  64 /* what a QP gets even when it asks for less */
-#define URO_MAX_RD_ATOMIC 16
+#define URO_MIN_INLINE	  64  /* what a QP gets even when it asks for less */
+#define URO_MAX_RD_ATOMIC 128 /* rxe's (rxe_param.h): perftest asks a peer for its own */
 #define URO_MAX_MSG_SZ	  (1u << 31)
 /* Multicast attachments (QP, group) a context holds: the table in its
  * segment that senders scan. It bounds the groups and the QPs per group

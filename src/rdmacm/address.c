@@ -41,19 +41,47 @@ int uro_cm_bind_socket(struct uro_cm_id *cm, const struct sockaddr *addr)
 	return 0;
 }
 
+/* The kernel's CM counts a loopback address as "any" (cma.c,
+ * cma_any_addr): bound to one, an id has no device, takes requests for
+ * every address of its family and holds the port on all of them. Here that
+ * is so when no uroce device carries the address (a link on lo does):
+ * libfabric's verbs provider binds "localhost" for a server given no
+ * address, on hosts whose only RDMA device is on another netdev. The
+ * socket takes the port on the wildcard, the id shows the address given. */
+static int bind_as_any(struct uro_cm_id *cm, const struct sockaddr *addr)
+{
+	struct sockaddr_storage any, *src = &cm->id.route.addr.src_storage;
+	__be16 port;
+
+	memcpy(&any, addr, sa_len(addr));
+	if (addr->sa_family == AF_INET)
+		((struct sockaddr_in *)&any)->sin_addr.s_addr = htonl(INADDR_ANY);
+	else
+		((struct sockaddr_in6 *)&any)->sin6_addr = in6addr_any;
+	if (uro_cm_bind_socket(cm, (struct sockaddr *)&any))
+		return -1;
+	port = uro_cm_port_of((struct sockaddr *)src);
+	memcpy(src, addr, sa_len(addr));
+	/* The port sits at the same offset in both families. */
+	((struct sockaddr_in *)src)->sin_port = port;
+	return 0;
+}
+
 URO_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct uro_cm_id *cm = to_cm(id);
 	struct ibv_context *verbs = NULL;
+	int any;
 
 	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
 	    cm->state != CM_IDLE || cm->sock >= 0)
 		return uro_cm_err(EINVAL);
 	/* A wildcard belongs to every device; any other address must be one
 	 * a uroce device carries (rdma_bind_addr(3): ENODEV otherwise). */
-	if (!is_wildcard(addr) && !(verbs = uro_cm_device_for_addr(addr)))
+	any = is_wildcard(addr) || !(verbs = uro_cm_device_for_addr(addr));
+	if (any && !is_wildcard(addr) && !uro_cm_is_loopback(addr))
 		return uro_cm_err(ENODEV);
-	if (uro_cm_bind_socket(cm, addr)) {
+	if (any && !is_wildcard(addr) ? bind_as_any(cm, addr) : uro_cm_bind_socket(cm, addr)) {
 		if (errno == EADDRINUSE)
 			uro_warn("rdma_bind_addr: uroce's CM carries RDMA port %u on TCP port %u, "
 				 "which another socket holds on this address",
@@ -106,8 +134,12 @@ URO_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		}
 	}
 	if (!err && !id->verbs) {
-		uro_cm_set_device(id, uro_cm_device_for_addr(&id->route.addr.src_addr));
+		uro_cm_set_device(id, uro_cm_device_for_local(&id->route.addr.src_addr));
 		err = id->verbs ? 0 : ENODEV;
+		/* The kernel fails the call itself when a loopback address finds
+		 * no device at all (cma.c, cma_resolve_loopback). */
+		if (err && uro_cm_is_loopback(dst_addr))
+			return uro_cm_err(err);
 	}
 	/* An address no uroce device reaches is an ADDR_ERROR event, as the
 	 * kernel reports one it cannot resolve. */

@@ -121,6 +121,11 @@ void uro_cm_id_free(struct uro_cm_id *id);
 
 /* device.c: one verbs context per uroce device, shared by every id. */
 struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr);
+/* 127/8 or ::1. */
+int uro_cm_is_loopback(const struct sockaddr *sa);
+/* The device a local address leads to: the one that carries it, else for
+ * a loopback address the one the kernel's cma_bind_loopback picks. */
+struct ibv_context *uro_cm_device_for_local(const struct sockaddr *addr);
 struct ibv_pd *uro_cm_default_pd(struct ibv_context *ctx);
 struct ibv_xrcd *uro_cm_default_xrcd(struct ibv_context *ctx);
 /* The id's device, and its PD the device's default one, as librdmacm sets

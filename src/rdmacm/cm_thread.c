@@ -159,7 +159,7 @@ static void on_request(struct watch *w, const struct uro_cm_msg *m)
 	/* The listener's port, not the accepted socket's. */
 	((struct sockaddr_in *)&id->id.route.addr.src_addr)->sin_port =
 	    ((struct sockaddr_in *)&l->id.route.addr.src_addr)->sin_port;
-	uro_cm_set_device(&id->id, uro_cm_device_for_addr(&id->id.route.addr.src_addr));
+	uro_cm_set_device(&id->id, uro_cm_device_for_local(&id->id.route.addr.src_addr));
 	id->id.port_num = 1;
 	if (!id->id.verbs || uro_cm_fill_route(id)) {
 		uro_cm_id_free(id);

@@ -222,6 +222,44 @@ struct ibv_context *uro_cm_device_for_addr(const struct sockaddr *addr)
 	return ctx;
 }
 
+int uro_cm_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/* The first device whose port is active, else the first device: what
+ * the kernel's CM gives a loopback address when no device carries it
+ * (cma.c, cma_bind_loopback). NULL (errno ENODEV) without devices. */
+static struct ibv_context *loopback_device(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *first = NULL, *active = NULL;
+
+	for (int d = 0; list && list[d] && !active; d++) {
+		struct ibv_context *c = context_named(ibv_get_device_name(list[d]));
+		struct ibv_port_attr port;
+
+		if (c && !first)
+			first = c;
+		if (c && !ibv_query_port(c, 1, &port) && port.state == IBV_PORT_ACTIVE)
+			active = c;
+	}
+	ibv_free_device_list(list);
+	if (!first)
+		errno = ENODEV;
+	return active ? active : first;
+}
+
+struct ibv_context *uro_cm_device_for_local(const struct sockaddr *addr)
+{
+	struct ibv_context *ctx = uro_cm_device_for_addr(addr);
+
+	return ctx || !uro_cm_is_loopback(addr) ? ctx : loopback_device();
+}
+
 void uro_cm_addr_gid(const struct sockaddr *sa, union ibv_gid *gid)
 {
 	if (sa->sa_family == AF_INET)
@@ -245,6 +283,12 @@ int uro_cm_fill_route(struct uro_cm_id *cm)
 		ibv_query_gid(id->verbs, 1, 0, &p->sgid);
 		p->dgid = p->sgid; /* on one host, the same fabric port */
 		p->slid = p->dlid = htons(port.lid);
+	} else if (uro_cm_is_loopback(&id->route.addr.src_addr) &&
+		   uro_cm_device_for_addr(&id->route.addr.src_addr) != id->verbs) {
+		/* A loopback address the device does not carry: its first GID
+		 * at both ends, as the kernel's cma_bind_loopback sets them. */
+		ibv_query_gid(id->verbs, 1, 0, &p->sgid);
+		p->dgid = p->sgid;
 	} else {
 		uro_cm_addr_gid(&id->route.addr.src_addr, &p->sgid);
 		uro_cm_addr_gid(&id->route.addr.dst_addr, &p->dgid);

@@ -282,9 +282,9 @@ static int values_check(struct ibv_qp *qp, const struct ibv_qp_attr *a, int mask
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return reject(qp, "min_rnr_timer is 5 bits");
 	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > URO_MAX_RD_ATOMIC)
-		return reject(qp, "max_rd_atomic above max_qp_rd_atom");
+		return reject(qp, "max_rd_atomic above max_qp_init_rd_atom");
 	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > URO_MAX_RD_ATOMIC)
-		return reject(qp, "max_dest_rd_atomic above max_qp_init_rd_atom");
+		return reject(qp, "max_dest_rd_atomic above max_qp_rd_atom");
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > PSN_MASK)
 		return reject(qp, "dest_qp_num is 24 bits");
 	if ((mask & IBV_QP_CAP))

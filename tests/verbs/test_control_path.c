@@ -402,9 +402,9 @@ static void test_rc_walk(struct ibv_pd *pd, struct ibv_cq *cq)
 	a.path_mtu = (enum ibv_mtu)6;
 	CHECK_EQ(ibv_modify_qp(qp, &a, RTR_MASK), EINVAL);
 	a.path_mtu = IBV_MTU_1024;
-	a.max_dest_rd_atomic = 200;
+	a.max_dest_rd_atomic = 129; /* max_qp_rd_atom is rxe's 128 */
 	CHECK_EQ(ibv_modify_qp(qp, &a, RTR_MASK), EINVAL);
-	a.max_dest_rd_atomic = 1;
+	a.max_dest_rd_atomic = 128;
 	CHECK_EQ(ibv_modify_qp(qp, &a, RTR_MASK | IBV_QP_SQ_PSN), EINVAL);
 	CHECK_EQ(ibv_modify_qp(qp, &a, RTR_MASK | IBV_QP_ALT_PATH), EOPNOTSUPP);
 	CHECK_EQ(ibv_modify_qp(qp, &a, RTR_MASK), 0);
@@ -420,6 +420,9 @@ static void test_rc_walk(struct ibv_pd *pd, struct ibv_cq *cq)
 	a.timeout = 32;
 	CHECK_EQ(ibv_modify_qp(qp, &a, RTS_MASK), EINVAL);
 	rts_attr(&a);
+	a.max_rd_atomic = 129;
+	CHECK_EQ(ibv_modify_qp(qp, &a, RTS_MASK), EINVAL);
+	a.max_rd_atomic = 128; /* what perftest asks of an rxe peer */
 	CHECK_EQ(ibv_modify_qp(qp, &a, RTS_MASK), 0);
 	CHECK_EQ(qp->state, IBV_QPS_RTS);
 
