@@ -7,7 +7,8 @@
  * counted once, unless the spec scopes them away from this RC traffic
  * (type, qpn, dev); a delay with jitter keeps a multi-packet WRITE in
  * order; under loss a READ's lost response is asked for again without
- * waiting for the ACK timer. The counters are read by the uroce command,
+ * waiting for the ACK timer; without faults the WRITE leaves by UDP GSO and
+ * arrives by GRO. The counters are read by the uroce command,
  * from another process, while this one runs. */
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -114,6 +115,14 @@ static void check_port(int on_wire, enum fault_kind faults)
 		CHECK_EQ(field(line, "completer_retry_err"), 0);
 		CHECK_EQ(field(line, "injected_loss"), 0);
 		break;
+	}
+	/* The WRITE's MIDDLEs and LAST, of one size, leave as one UDP GSO
+	 * message and arrive as one GRO datagram (lo offloads both); a
+	 * faulted endpoint sends each packet alone. */
+	if (!getenv("UROCE_FAULTS")) {
+		CHECK(field(line, "gso_msgs") >= 1);
+		CHECK(field(line, "gro_msgs") >= 1);
+		CHECK_EQ(field(line, "gso_refused"), 0);
 	}
 }
 

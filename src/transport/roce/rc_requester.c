@@ -65,8 +65,9 @@ struct burst {
 	struct iovec dst[URO_WIRE_BURST];
 };
 
-/* Copies the burst's payload from the request's buffers with one system
- * call (its packets carry consecutive bytes of the message) and sends it.
+/* Copies the burst's payload from the request's buffers with as few system
+ * calls as uro_wire_gather can (its packets carry consecutive bytes of the
+ * message) and sends it.
  * A buffer the program unmapped under its key is the local protection
  * error a NIC reports, and nothing of the burst leaves. */
 static enum ibv_wc_status send_burst(struct uro_context *ctx, struct uro_qp *qp, struct burst *b,
@@ -77,7 +78,7 @@ static enum ibv_wc_status send_burst(struct uro_context *ctx, struct uro_qp *qp,
 	unsigned n = b->n;
 
 	b->n = 0;
-	if (b->len && uro_remote_copy(&ctx->self, 0, b->dst, (int)n, src, ns, b->len, NULL))
+	if (b->len && uro_wire_gather(ctx, b->dst, n, src, ns, NULL))
 		return IBV_WC_LOC_PROT_ERR;
 	uro_wire_send_burst(ctx->wire, &qp->wire->peer, qp->wire->burst, b->tlen, n);
 	return IBV_WC_SUCCESS;
