@@ -37,7 +37,7 @@
 /* A message's packets built, copied and sent together: one
  * process_vm_readv and one sendmmsg for up to this many, where a system
  * call costs about a microsecond (docs/architecture.md, "Speed"). */
-#define URO_WIRE_BURST	 16
+#define URO_WIRE_BURST	 64
 #define URO_PSN_MASK	 0xffffffu
 #define URO_DEFAULT_PKEY 0xffff
 /* How often a busy poll fires the timers. */
@@ -238,6 +238,10 @@ void uro_wire_finish(const struct uro_wire_endpoint *w, const struct uro_wire_de
  * GSO allows, finishing each packet. */
 void uro_wire_send_gso(struct uro_wire_endpoint *w, int fd, const struct uro_wire_dest *to,
 		       uint8_t (*buf)[URO_WIRE_BUF], const size_t *tlen, unsigned n);
+/* Bytes an RC requester of this endpoint keeps unacknowledged: what the
+ * peer's receive buffer holds of what it sends (socket_buffer.h), more
+ * when its bursts leave as GSO messages. */
+uint32_t uro_wire_window_bytes(const struct uro_wire_endpoint *w);
 /* Copies the bytes of this process's list src (ns entries, at most
  * URO_MAX_SGE; under the hold h, or NULL) into a burst's n payloads dst,
  * in order, with as few system calls as uro_remote_copy's lists allow:

@@ -20,6 +20,7 @@
 
 #include "log.h"
 #include "remote_copy.h"
+#include "socket_buffer.h"
 #include "wire.h"
 #include "wire_gso.h"
 
@@ -150,4 +151,12 @@ int uro_wire_gather(struct uro_context *ctx, const struct iovec *dst, unsigned n
 		off += len;
 	}
 	return 0;
+}
+
+uint32_t uro_wire_window_bytes(const struct uro_wire_endpoint *w)
+{
+	/* Faults and traces send one datagram a packet. */
+	if (w->faults || w->pcap || __atomic_load_n(&w->gso_off, __ATOMIC_RELAXED))
+		return URO_WIRE_WINDOW_BYTES;
+	return URO_WIRE_GSO_WINDOW_BYTES;
 }

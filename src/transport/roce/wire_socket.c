@@ -107,7 +107,7 @@ static void small_buffer(int got)
 	uro_warn("the kernel gives a RoCEv2 socket %d KiB of receive buffer, less than the %d KiB "
 		 "a %u KiB window needs (net.core.rmem_max is %ld): long messages will be lost "
 		 "and sent again; as root: sysctl net.core.rmem_max=%d",
-		 got >> 10, URO_WIRE_RCVBUF_NEED >> 10, URO_WIRE_WINDOW_BYTES >> 10, l.rmem_max,
+		 got >> 10, URO_WIRE_RCVBUF_NEED >> 10, URO_WIRE_GSO_WINDOW_BYTES >> 10, l.rmem_max,
 		 URO_WIRE_RCVBUF_WANT);
 }
 
