@@ -296,7 +296,7 @@ static void check_buffers(struct report *rep)
 	    "a RoCEv2 socket gets %d KiB of receive buffer, %d window%s of %u KiB "
 	    "(net.core.rmem_max %ld KiB, wmem_max %ld KiB%s)",
 	    got >> 10, got / URO_WIRE_RCVBUF_NEED, got / URO_WIRE_RCVBUF_NEED == 1 ? "" : "s",
-	    URO_WIRE_WINDOW_BYTES >> 10, l.rmem_max >> 10, l.wmem_max >> 10,
+	    URO_WIRE_GSO_WINDOW_BYTES >> 10, l.rmem_max >> 10, l.wmem_max >> 10,
 	    got > 2 * l.rmem_max ? "; past rmem_max as root" : "");
 	if (r->level == OK)
 		return;

@@ -15,7 +15,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 13
+#define URO_SEG_VERSION 14
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 /* What the owner's port counts, read by `uroce stat` from another process
@@ -32,6 +32,9 @@ struct uro_seg_counters {
 	uint64_t seq_naks_received, seq_naks_sent;
 	uint64_t duplicates, out_of_sequence, no_qp;
 	uint64_t dropped[ROCE_DROP_REASONS];
+	/* UDP GSO and GRO (udp(7)): messages of several packets sent, the
+	 * endpoint's refusals, datagrams of several packets received. */
+	uint64_t gso_msgs, gso_refused, gro_msgs;
 	/* What UROCE_FAULTS did to this process's packets. */
 	uint64_t injected_loss, injected_dup, injected_reorder, injected_corrupt, injected_delay;
 	uint64_t injected_rnr, injected_stall;

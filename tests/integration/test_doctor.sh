@@ -34,7 +34,7 @@ else
 fi
 expect_match "$out" '^ok +user namespaces +uroce run.s device view: a mount namespace of its own' "root needs no user namespace"
 expect_match "$out" '^ok +udp port 4791 ' "port 4791 bindable"
-expect_match "$out" '^ok +socket buffers +a RoCEv2 socket gets [0-9]+ KiB of receive buffer, [1-9][0-9]* windows? of 48 KiB' "socket buffers hold a window"
+expect_match "$out" '^ok +socket buffers +a RoCEv2 socket gets [0-9]+ KiB of receive buffer, [1-9][0-9]* windows? of 160 KiB' "socket buffers hold a window"
 expect_match "$out" '^ok +link uroce0 +type roce, netdev lo up, mtu [0-9]+ \(active MTU 4096\)' "the default link"
 json=$(timeout $T "$UROCE" doctor --json)
 printf '%s' "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["status"]==0 and any(c["name"]=="cross-memory attach" and c["level"]=="ok" for c in d["checks"])' \

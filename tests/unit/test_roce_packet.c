@@ -13,6 +13,7 @@
 #include "../check.h"
 #include "icrc.h"
 #include "packet.h"
+#include "wire_gso.h"
 #include "pcap_trace.h"
 
 #define ETH_LEN 14
@@ -329,6 +330,64 @@ static void check_code_lookup(void)
 	CHECK_EQ(uro_wire_code(WIRE_SEND, WIRE_UD, WIRE_FIRST, 0), -1);
 }
 
+/* A burst cut into GSO messages (wire_gso.h): a WRITE's FIRST (longer,
+ * its RETH) alone, its MIDDLEs with the shorter LAST in one; a LAST with
+ * immediate data, longer than the MIDDLEs, alone; at most 64 segments and
+ * 65,507 bytes a message. */
+static void check_gso_messages(void)
+{
+	size_t len[140];
+	struct uro_wire_msg m[140];
+	unsigned n;
+
+	len[0] = 1056;
+	for (int i = 1; i < 6; i++)
+		len[i] = 1040;
+	len[6] = 300;
+	n = uro_wire_gso_messages(len, 7, m);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(m[0].first, 0);
+	CHECK_EQ(m[0].n, 1);
+	CHECK_EQ(m[1].first, 1);
+	CHECK_EQ(m[1].n, 6);
+	CHECK_EQ(m[1].seg, 1040);
+	len[6] = 1044; /* a LAST with ImmDt */
+	n = uro_wire_gso_messages(len, 7, m);
+	CHECK_EQ(n, 3);
+	CHECK_EQ(m[1].n, 5);
+	CHECK_EQ(m[2].first, 6);
+	CHECK_EQ(m[2].n, 1);
+	/* A shorter packet ends a message, unless a run starts with it. */
+	len[0] = len[1] = 1040;
+	len[2] = 500;
+	len[3] = 400;
+	len[4] = 400;
+	n = uro_wire_gso_messages(len, 5, m);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(m[0].n, 3);
+	CHECK_EQ(m[1].n, 2);
+	len[3] = 500;
+	n = uro_wire_gso_messages(len, 5, m);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(m[0].n, 2);
+	CHECK_EQ(m[1].first, 2);
+	CHECK_EQ(m[1].n, 3);
+	/* 140 small packets: 64 a message. */
+	for (int i = 0; i < 140; i++)
+		len[i] = 20;
+	n = uro_wire_gso_messages(len, 140, m);
+	CHECK_EQ(n, 3);
+	CHECK_EQ(m[0].n, URO_WIRE_GSO_SEGS);
+	CHECK_EQ(m[2].n, 140 - 2 * URO_WIRE_GSO_SEGS);
+	/* Path MTU 4096: 15 packets of 4112 bytes fit 65,507, 16 do not. */
+	for (int i = 0; i < 20; i++)
+		len[i] = 4112;
+	n = uro_wire_gso_messages(len, 20, m);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(m[0].n, 15);
+	CHECK_EQ(m[1].first, 15);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "tests/data/roce-captures";
@@ -356,5 +415,6 @@ int main(int argc, char **argv)
 	check_census();
 	check_garbage();
 	check_code_lookup();
+	check_gso_messages();
 	return check_report();
 }

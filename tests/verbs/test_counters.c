@@ -7,8 +7,9 @@
  * counted once, unless the spec scopes them away from this RC traffic
  * (type, qpn, dev); a delay with jitter keeps a multi-packet WRITE in
  * order; under loss a READ's lost response is asked for again without
- * waiting for the ACK timer. The counters are read by the uroce command,
- * from another process, while this one runs. */
+ * waiting for the ACK timer; without faults the WRITE leaves by UDP GSO and
+ * arrives by GRO, or, where the kernel refuses GSO, one datagram a packet. The counters are read by
+ * the uroce command, from another process, while this one runs. */
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -114,6 +115,19 @@ static void check_port(int on_wire, enum fault_kind faults)
 		CHECK_EQ(field(line, "completer_retry_err"), 0);
 		CHECK_EQ(field(line, "injected_loss"), 0);
 		break;
+	}
+	/* The WRITE's MIDDLEs and LAST, of one size, leave as one UDP GSO
+	 * message and arrive as one GRO datagram (lo offloads both); a
+	 * faulted endpoint sends each packet alone, and one whose kernel
+	 * refuses GSO (gso_refuse.c preloaded) falls back once. */
+	if (getenv("GSO_REFUSED")) {
+		CHECK(field(line, "gso_refused") >= 1);
+		CHECK_EQ(field(line, "gso_msgs"), 0);
+		CHECK_EQ(field(line, "send_err"), 0);
+	} else if (!getenv("UROCE_FAULTS")) {
+		CHECK(field(line, "gso_msgs") >= 1);
+		CHECK(field(line, "gro_msgs") >= 1);
+		CHECK_EQ(field(line, "gso_refused"), 0);
 	}
 }
 

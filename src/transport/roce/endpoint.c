@@ -19,6 +19,7 @@
  * the ICRC masks. A received packet's headers are rebuilt the same way. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +39,14 @@
 #include "wire_socket.h"
 
 /* What a forwarded datagram carries in front of the packet: its
- * addresses as GIDs (IPv4-mapped for IPv4) and its UDP source port. */
+ * addresses as GIDs (IPv4-mapped for IPv4) and its UDP source port; and
+ * the IPv4 identification its ICRC checked with, which the receiving
+ * process tries first (a segment of a GSO datagram has its own: see
+ * take_datagram). A process of an older build sends 0 there. */
 struct forward_head {
 	union ibv_gid src, dst;
 	uint16_t sport; /* network order */
-	uint16_t reserved;
+	uint16_t ip_id;
 };
 
 /* Adds fd to the endpoint's receive set, reported as what. */
@@ -304,9 +308,17 @@ int uro_wire_transmit(struct uro_wire_endpoint *w, const struct uro_wire_dest *t
 	return errno == EAGAIN || errno == ENOBUFS ? 0 : errno;
 }
 
-/* The IP and UDP headers in front of the packet, its ICRC behind. */
-static void finish(const struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
-		   size_t tlen)
+/* The IPv4 identification of the header at ip (IPv6 has none). */
+static void set_ip_id(uint8_t *ip, size_t hl, uint16_t id)
+{
+	if (hl != URO_ROCE_IPV4_UDP_LEN)
+		return;
+	ip[4] = (uint8_t)(id >> 8);
+	ip[5] = (uint8_t)id;
+}
+
+void uro_wire_finish(const struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
+		     uint8_t *buf, size_t tlen, uint16_t ip_id)
 {
 	const struct uro_wire_socks *s = &w->fam[to->family];
 	size_t hl = uro_roce_ip_udp_len(to->gid.raw);
@@ -314,7 +326,15 @@ static void finish(const struct uro_wire_endpoint *w, const struct uro_wire_dest
 
 	uro_roce_ip_udp(ip, s->addr.raw, to->gid.raw, s->tx_port[tx_index(buf + URO_WIRE_HEAD)],
 			tlen + URO_ROCE_ICRC_LEN);
+	set_ip_id(ip, hl, ip_id);
 	uro_roce_icrc_put(ip, hl - 8, hl + tlen);
+}
+
+/* The IP and UDP headers in front of a packet sent alone, its ICRC behind. */
+static void finish(const struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
+		   size_t tlen)
+{
+	uro_wire_finish(w, to, buf, tlen, 0);
 }
 
 void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
@@ -341,32 +361,15 @@ int uro_wire_send(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, u
 void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
 			 uint8_t (*buf)[URO_WIRE_BUF], const size_t *tlen, unsigned n)
 {
-	struct mmsghdr m[URO_WIRE_BURST];
-	struct iovec iov[URO_WIRE_BURST];
-	int sent;
-
 	/* Faults and traces act on each packet as it leaves. */
 	if (w->faults || w->pcap || n == 1) {
 		for (unsigned i = 0; i < n; i++)
 			uro_wire_send(w, to, buf[i], tlen[i]);
 		return;
 	}
-	memset(m, 0, sizeof(m[0]) * n);
-	for (unsigned i = 0; i < n; i++) {
-		finish(w, to, buf[i], tlen[i]);
-		iov[i].iov_base = buf[i] + URO_WIRE_HEAD;
-		iov[i].iov_len = tlen[i] + URO_ROCE_ICRC_LEN;
-		m[i].msg_hdr.msg_name = (void *)&to->sa;
-		m[i].msg_hdr.msg_namelen = to->len;
-		m[i].msg_hdr.msg_iov = &iov[i];
-		m[i].msg_hdr.msg_iovlen = 1;
-	}
 	/* One QP's packets leave by one socket (tx_index). */
-	sent = sendmmsg(w->fam[to->family].tx_fd[tx_index(buf[0] + URO_WIRE_HEAD)], m, n, 0);
-	sent = sent < 0 ? 0 : sent;
-	w->n->sent += n;
-	/* What did not fit in the socket buffer is lost: the retry covers it. */
-	w->n->send_err += n - (unsigned)sent;
+	uro_wire_send_gso(w, w->fam[to->family].tx_fd[tx_index(buf[0] + URO_WIRE_HEAD)], to, buf,
+			  tlen, n);
 }
 
 static void forward(struct uro_wire_endpoint *w, unsigned slot, const uint8_t *pkt, size_t len,
@@ -402,50 +405,82 @@ static int is_response(const struct uro_roce_packet *p)
 	return p->op->op == WIRE_ACK || p->op->op == WIRE_ATOMIC_ACK || p->op->op == WIRE_READ_RESP;
 }
 
-/* One packet: the transport bytes at buf + URO_WIRE_HEAD, the headers
- * they came with rebuilt in front of them. */
-static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
-		     const struct forward_head *fh, int forwarded)
+/* Rebuilds at ip the headers the packet (tlen bytes after them) came
+ * with, with *id as its IPv4 identification, and parses it. A wrong ICRC
+ * is tried again with the identification that makes it right, if one does
+ * (icrc.h: Linux rxe numbers its packets, GSO numbers its segments);
+ * *id is then the one the packet checked with. */
+static enum uro_roce_drop check(struct uro_wire_endpoint *w, uint8_t *ip, size_t hl, size_t tlen,
+				const struct forward_head *fh, uint16_t *id,
+				struct uro_roce_packet *p)
+{
+	enum uro_roce_drop why;
+
+	uro_roce_ip_udp(ip, fh->src.raw, fh->dst.raw, fh->sport, tlen);
+	set_ip_id(ip, hl, *id);
+	why = uro_roce_parse(ip, hl + tlen, p);
+	if (why == ROCE_BAD_ICRC &&
+	    !uro_roce_icrc_find_ipv4_id(&w->ids, ip, hl + tlen - URO_ROCE_ICRC_LEN))
+		why = uro_roce_parse(ip, hl + tlen, p);
+	*id = hl == URO_ROCE_IPV4_UDP_LEN ? (uint16_t)(ip[4] << 8 | ip[5]) : 0;
+	return why;
+}
+
+/* One packet: the transport bytes at buf + URO_WIRE_HEAD, tried with the
+ * IPv4 identification fh->ip_id first. Returns the identification it
+ * checked with, or -1 when it was dropped as malformed.
+ *
+ * The headers are rebuilt in front of the packet, where the ICRC covers
+ * them (Annex A17.8), and checked there in one pass. In front of a packet
+ * inside a GRO datagram (take_datagram) lie the tail of the packet before
+ * it, whose payload a WRITE's run may still place (rc_responder.c places
+ * runs when a later packet of the batch calls for it, and at the batch's
+ * end), so the bytes written over are saved first and put back once the
+ * packet is parsed, before anything acts on it: the parsed packet points
+ * only behind them. Computing the ICRC over headers kept apart would need
+ * a parser and a solver (icrc.c) that take the packet in two pieces; a
+ * copy of 48 bytes costs less than either. */
+static int dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
+		    const struct forward_head *fh, int forwarded)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 	size_t hl = uro_roce_ip_udp_len(fh->dst.raw);
-	uint8_t *ip = buf + URO_WIRE_HEAD - hl;
+	uint8_t *ip = buf + URO_WIRE_HEAD - hl, saved[URO_WIRE_HEAD];
+	uint16_t id = fh->ip_id;
 	struct uro_roce_packet p;
 	enum uro_roce_drop why;
 	struct uro_qp *qp;
 
-	uro_roce_ip_udp(ip, fh->src.raw, fh->dst.raw, fh->sport, tlen);
-	why = uro_roce_parse(ip, hl + tlen, &p);
-	/* Not uroce's IPv4 ID 0 (Linux rxe numbers its packets): the one that
-	 * makes the ICRC right, if any (icrc.h). IPv6 has no ID. */
-	if (why == ROCE_BAD_ICRC &&
-	    !uro_roce_icrc_find_ipv4_id(&w->ids, ip, hl + tlen - URO_ROCE_ICRC_LEN))
-		why = uro_roce_parse(ip, hl + tlen, &p);
+	memcpy(saved, ip, hl);
+	why = check(w, ip, hl, tlen, fh, &id, &p);
+	memcpy(ip, saved, hl);
 	if (why == ROCE_OK && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
-		forward(w, p.dest_qp >> 12, buf + URO_WIRE_HEAD, tlen, fh);
-		return; /* its process traces and counts it */
+		struct forward_head on = *fh;
+
+		on.ip_id = id;
+		forward(w, p.dest_qp >> 12, buf + URO_WIRE_HEAD, tlen, &on);
+		return id; /* its process traces and counts it */
 	}
 	w->n->received++;
 	if (w->pcap)
-		uro_pcap_packet(w->pcap, fh->src.raw, fh->sport, fh->dst.raw,
-				hl == URO_ROCE_IPV4_UDP_LEN ? (uint16_t)(ip[4] << 8 | ip[5]) : 0,
+		uro_pcap_packet(w->pcap, fh->src.raw, fh->sport, fh->dst.raw, id,
 				buf + URO_WIRE_HEAD, tlen);
 	if (why != ROCE_OK) {
 		w->n->dropped[why]++;
-		return;
+		return -1;
 	}
 	if ((p.dest_qp >> 12) != ctx->slot.slot) {
 		w->n->no_qp++;
-		return;
+		return id;
 	}
 	qp = target_qp(ctx, &p);
 	if (!qp) {
 		w->n->no_qp++;
-		return;
+		return id;
 	}
 	if (p.pkey != URO_DEFAULT_PKEY) {
 		w->n->bad_pkey++;
-		return;
+		return id;
 	}
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		uro_wire_ud_receive(ctx, qp, &p, &fh->src, &fh->dst);
@@ -453,19 +488,70 @@ static void dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 		uro_wire_complete(ctx, qp, &p);
 	else
 		uro_wire_respond(ctx, qp, &p);
+	return id;
 }
 
-/* The address a datagram came to, from its IP_PKTINFO or IPV6_PKTINFO. */
-static void arrived_at(struct msghdr *h, union ibv_gid *dst)
+/* A datagram of len bytes at buf + URO_WIRE_HEAD. One the kernel's GRO
+ * coalesced from several packets of one flow (udp(7), UDP_GRO; seg, the
+ * size of each but the last, from its cmsg) is split back into them, each
+ * parsed, checked and dispatched on its own: a malformed one is dropped
+ * and counted, its neighbours are not. The IPv4 identifications its
+ * packets had are gone; tried first is the next of the previous packet's,
+ * as GSO numbers a message's segments (wire_burst.c) and as GRO requires of
+ * an incrementing flow, or the same, once two packets showed it fixed
+ * (GRO coalesces those too: inet_gro_flush). A peer that does not use GSO
+ * sends one packet a datagram, with identification 0 from uroce. */
+static void take_datagram(struct uro_context *ctx, uint8_t *buf, size_t len, size_t seg,
+			  struct forward_head *fh)
 {
+	struct uro_wire_endpoint *w = ctx->wire;
+	uint16_t step = 1;
+	int prev = -1;
+
+	if (!seg || seg >= len) {
+		dispatch(ctx, buf, len, fh, 0);
+		return;
+	}
+	w->n->gro_msgs++;
+	for (size_t off = 0; off < len; off += seg) {
+		size_t plen = len - off < seg ? len - off : seg;
+		int id;
+
+		if (plen < URO_ROCE_BTH_LEN) {
+			w->n->dropped[ROCE_TRUNCATED]++;
+			continue;
+		}
+		id = dispatch(ctx, buf + off, plen, fh, 0);
+		if (id >= 0) {
+			step = prev == id ? 0 : step;
+			prev = id;
+		}
+		fh->ip_id = (uint16_t)((id >= 0 ? id : fh->ip_id) + step);
+	}
+}
+
+/* The address a datagram came to, from its IP_PKTINFO or IPV6_PKTINFO,
+ * and the size of the packets GRO coalesced into it (UDP_GRO; 0 for a
+ * datagram of one packet). */
+static size_t arrived_at(struct msghdr *h, union ibv_gid *dst)
+{
+	size_t seg = 0;
+
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
+		int gso_size;
+
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
 			uro_gid_from_ip(dst, AF_INET,
 					&((struct in_pktinfo *)CMSG_DATA(c))->ipi_addr);
-		else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO)
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
 			uro_gid_from_ip(dst, AF_INET6,
 					&((struct in6_pktinfo *)CMSG_DATA(c))->ipi6_addr);
+		} else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			memcpy(&gso_size, CMSG_DATA(c), sizeof(gso_size));
+			seg = gso_size > 0 ? (size_t)gso_size : 0;
+		}
 	}
+	return seg;
 }
 
 static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
@@ -478,7 +564,7 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 		struct sockaddr_in6 in6;
 	} from[URO_WIRE_BATCH];
 	struct iovec iov[URO_WIRE_BATCH];
-	char cmsg[URO_WIRE_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	char cmsg[URO_WIRE_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(int))];
 	int fd = __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE), n;
 
 	if (fd < 0)
@@ -486,7 +572,7 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 	memset(m, 0, sizeof(m));
 	for (int i = 0; i < URO_WIRE_BATCH; i++) {
 		iov[i].iov_base = w->rx[i] + URO_WIRE_HEAD;
-		iov[i].iov_len = URO_WIRE_BUF - URO_WIRE_HEAD;
+		iov[i].iov_len = URO_WIRE_RX_BUF - URO_WIRE_HEAD;
 		m[i].msg_hdr.msg_name = &from[i];
 		m[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		m[i].msg_hdr.msg_iov = &iov[i];
@@ -497,6 +583,7 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 	n = recvmmsg(fd, m, URO_WIRE_BATCH, MSG_DONTWAIT, NULL);
 	for (int i = 0; i < n; i++) {
 		struct forward_head fh = {.dst = s->addr};
+		size_t seg;
 
 		if (f == URO_WIRE_IPV4) {
 			fh.sport = from[i].in.sin_port;
@@ -505,12 +592,12 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 			fh.sport = from[i].in6.sin6_port;
 			uro_gid_from_ip(&fh.src, AF_INET6, &from[i].in6.sin6_addr);
 		}
-		arrived_at(&m[i].msg_hdr, &fh.dst);
+		seg = arrived_at(&m[i].msg_hdr, &fh.dst);
 		if (m[i].msg_hdr.msg_flags & MSG_TRUNC || m[i].msg_len < URO_ROCE_BTH_LEN) {
 			w->n->dropped[ROCE_TRUNCATED]++;
 			continue;
 		}
-		dispatch(ctx, w->rx[i], m[i].msg_len, &fh, 0);
+		take_datagram(ctx, w->rx[i], m[i].msg_len, seg, &fh);
 	}
 	uro_wire_place_runs(ctx); /* before the buffers take the next batch */
 	return n;
@@ -540,7 +627,7 @@ static int receive_forwarded(struct uro_context *ctx)
 	struct uro_wire_endpoint *w = ctx->wire;
 	struct forwarded f = {.ctx = ctx};
 	struct iovec iov[2] = {{&f.fh, sizeof(f.fh)},
-			       {w->rx[0] + URO_WIRE_HEAD, URO_WIRE_BUF - URO_WIRE_HEAD}};
+			       {w->rx[0] + URO_WIRE_HEAD, URO_WIRE_RX_BUF - URO_WIRE_HEAD}};
 
 	return uro_relay_receive(&w->relay, iov, 2, URO_WIRE_BATCH, take_forwarded, &f);
 }

@@ -17,22 +17,22 @@
 #include "wire.h"
 
 #define RNR_FOREVER 7
-/* Bytes in flight unacknowledged: what the peer's socket buffer takes
- * (socket_buffer.h). A long message asks for an ACK every half window, so
- * that it keeps flowing. */
-#define WINDOW_BYTES URO_WIRE_WINDOW_BYTES
 
-static uint32_t window(const struct uro_qp *qp)
+/* Packets in flight unacknowledged: as many bytes as the peer's socket
+ * buffer takes the way this endpoint sends them (uro_wire_window_bytes).
+ * A long message asks for an ACK every half window, so that it keeps
+ * flowing. */
+static uint32_t window(const struct uro_context *ctx, const struct uro_qp *qp)
 {
-	uint32_t n = WINDOW_BYTES / qp->wire->mtu;
+	uint32_t n = uro_wire_window_bytes(ctx->wire) / qp->wire->mtu;
 
 	return n < 8 ? 8 : n;
 }
 
 /* Whether the packet with this PSN may leave now. */
-static int in_window(const struct uro_qp *qp, uint32_t psn)
+static int in_window(const struct uro_context *ctx, const struct uro_qp *qp, uint32_t psn)
 {
-	return uro_psn_diff(psn, qp->wire->acked) <= (int32_t)window(qp);
+	return uro_psn_diff(psn, qp->wire->acked) <= (int32_t)window(ctx, qp);
 }
 
 static void arm(struct uro_qp *qp)
@@ -65,8 +65,9 @@ struct burst {
 	struct iovec dst[URO_WIRE_BURST];
 };
 
-/* Copies the burst's payload from the request's buffers with one system
- * call (its packets carry consecutive bytes of the message) and sends it.
+/* Copies the burst's payload from the request's buffers with as few system
+ * calls as uro_wire_gather can (its packets carry consecutive bytes of the
+ * message) and sends it.
  * A buffer the program unmapped under its key is the local protection
  * error a NIC reports, and nothing of the burst leaves. */
 static enum ibv_wc_status send_burst(struct uro_context *ctx, struct uro_qp *qp, struct burst *b,
@@ -77,7 +78,7 @@ static enum ibv_wc_status send_burst(struct uro_context *ctx, struct uro_qp *qp,
 	unsigned n = b->n;
 
 	b->n = 0;
-	if (b->len && uro_remote_copy(&ctx->self, 0, b->dst, (int)n, src, ns, b->len, NULL))
+	if (b->len && uro_wire_gather(ctx, b->dst, n, src, ns, NULL))
 		return IBV_WC_LOC_PROT_ERR;
 	uro_wire_send_burst(ctx->wire, &qp->wire->peer, qp->wire->burst, b->tlen, n);
 	return IBV_WC_SUCCESS;
@@ -112,7 +113,7 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 			       : q->kind == URO_OP_ATOMIC_WRITE ? WIRE_ATOMIC_WRITE
 								: WIRE_WRITE;
 	enum uro_wire_qp t = uro_wire_is_rc(qp) ? WIRE_RC : WIRE_UC;
-	uint32_t mtu = qp->wire->mtu, half = window(qp) / 2;
+	uint32_t mtu = qp->wire->mtu, half = window(ctx, qp) / 2;
 	struct burst b = {0};
 
 	for (uint32_t i = q->tx; i < q->npsn; i = ++q->tx) {
@@ -125,7 +126,7 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 		struct uro_roce_packet pkt;
 
 		header_for(&pkt, qp, uro_wire_code(wop, t, pos, extra), q->psn + i);
-		if (uro_wire_is_rc(qp) && !in_window(qp, q->psn + i))
+		if (uro_wire_is_rc(qp) && !in_window(ctx, qp, q->psn + i))
 			break; /* the rest when ACKs open the window */
 		pkt.ack_req = (pos & WIRE_LAST) || i % half == half - 1;
 		pkt.se = (pos & WIRE_LAST) && (wr->send_flags & IBV_SEND_SOLICITED);
@@ -158,12 +159,12 @@ static void send_read(struct uro_context *ctx, struct uro_qp *qp, struct uro_wir
 	uint32_t mtu = qp->wire->mtu;
 
 	while (q->tx < q->npsn) {
-		uint32_t to_end = window(qp) - q->tx % window(qp);
+		uint32_t w = window(ctx, qp), to_end = w - q->tx % w;
 		uint32_t n = q->npsn - q->tx < to_end ? q->npsn - q->tx : to_end;
 		uint64_t off = (uint64_t)q->tx * mtu;
 		struct uro_roce_packet pkt;
 
-		if (!in_window(qp, q->psn + q->tx + n - 1))
+		if (!in_window(ctx, qp, q->psn + q->tx + n - 1))
 			return;
 		header_for(&pkt, qp, uro_wire_code(WIRE_READ_REQ, WIRE_RC, WIRE_ONLY, 0),
 			   q->psn + q->tx);

@@ -32,7 +32,7 @@ enum result {
 #define SYNDROME_NAK(c)	 (0x60 | (c))
 #define NAK_PSN_SEQUENCE 0
 
-_Static_assert(URO_WIRE_BATCH <= URO_MAX_SGE + 1, "a run is one uro_remote_copy's list");
+_Static_assert(URO_WIRE_RUN <= URO_MAX_SGE + 1, "a run is one uro_remote_copy's list");
 
 /* Places the QP's waiting WRITE run with one system call: 0, or -1 when
  * its memory was not there, a remote access error that moves the QP to
@@ -70,7 +70,7 @@ static int add_to_run(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	if (run->n) {
 		uro_release(h);
 	} else {
-		if (w->nruns == URO_WIRE_BATCH) /* more runs than a batch has packets */
+		if (w->nruns == URO_WIRE_BATCH) /* more QPs with a run than the list holds */
 			uro_wire_place_runs(ctx);
 		run->dst = dst.iov_base;
 		run->len = 0;
@@ -286,7 +286,7 @@ static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
 	else if (add_to_run(ctx, qp, pkt, dst, &h))
 		return R_NAK_ACCESS;
 	/* Placed before an ACK can say so, and before the message ends. */
-	if ((pkt->ack_req || (pkt->op->pos & WIRE_LAST) || rq->run.n == URO_WIRE_BATCH) &&
+	if ((pkt->ack_req || (pkt->op->pos & WIRE_LAST) || rq->run.n == URO_WIRE_RUN) &&
 	    place_run(ctx, qp))
 		return R_NAK_ACCESS;
 	rq->in_write = !(pkt->op->pos & WIRE_LAST);
@@ -334,7 +334,7 @@ static int send_responses(struct uro_context *ctx, struct uro_qp *qp,
 	 * not even NULL's. */
 	src.iov_base = bytes ? (char *)whole->iov_base + (uint64_t)first * mtu : NULL;
 	src.iov_len = bytes;
-	if (bytes && uro_remote_copy(&ctx->self, 0, dst, (int)n, &src, 1, bytes, h))
+	if (bytes && uro_wire_gather(ctx, dst, n, &src, 1, h))
 		return -1;
 	uro_wire_send_burst(w, &qp->wire->peer, w->burst, tlen, n);
 	return 0;

@@ -22,16 +22,24 @@
 #include "recv_queue.h"
 #include "segment_ops.h"
 
+/* Datagrams taken with one recvmmsg. */
 #define URO_WIRE_BATCH 16
 /* Room for the IP (4 or 6) and UDP headers, written in front of each
  * packet only to compute its ICRC (they end where the BTH starts): the
  * kernel writes the real ones. */
 #define URO_WIRE_HEAD URO_ROCE_IP_UDP_MAX
 #define URO_WIRE_BUF  (URO_WIRE_HEAD + URO_ROCE_BTH_LEN + 64 + 4096 + URO_ROCE_ICRC_LEN)
-/* A message's packets built, copied and sent together: one
- * process_vm_readv and one sendmmsg for up to this many, where a system
- * call costs about a microsecond (docs/architecture.md, "Speed"). */
-#define URO_WIRE_BURST	 16
+/* A receive buffer: a datagram the kernel's GRO coalesced from several
+ * packets holds up to 64 KiB of UDP payload (udp(7), UDP_GRO). */
+#define URO_WIRE_RX_BUF (URO_WIRE_HEAD + 65536)
+/* A WRITE's payloads placed with one process_vm_writev (rc_responder.c). */
+#define URO_WIRE_RUN 32
+/* A message's packets built, copied and sent together: one sendmmsg, and
+ * one process_vm_readv for each 33 (uro_wire_gather), for up to this many,
+ * where a system call costs about a microsecond (docs/architecture.md,
+ * "Speed"). 64 fills a GSO message at path MTU 1024 (wire_gso.h); 16 gave
+ * ib_write_bw 1.57 GB/s against 1.81 between namespaces at MTU 1500. */
+#define URO_WIRE_BURST	 64
 #define URO_PSN_MASK	 0xffffffu
 #define URO_DEFAULT_PKEY 0xffff
 /* How often a busy poll fires the timers. */
@@ -96,7 +104,7 @@ struct uro_wire_endpoint {
 	int addr_fd;
 	int refused[URO_WIRE_FAMILIES]; /* the errno last said of a family's bind, or 0 */
 	pthread_mutex_t rx_lock;	/* one receiver at a time: the responders' state */
-	uint8_t (*rx)[URO_WIRE_BUF];
+	uint8_t (*rx)[URO_WIRE_RX_BUF]; /* URO_WIRE_BATCH of them */
 	uint8_t (
 	    *burst)[URO_WIRE_BUF]; /* the responders' packets (URO_WIRE_BURST), under rx_lock */
 	struct uro_qp *runs[URO_WIRE_BATCH]; /* QPs whose WRITE runs wait, under rx_lock */
@@ -109,6 +117,7 @@ struct uro_wire_endpoint {
 	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
 	struct uro_seg_counters *n;	/* in the segment: `uroce stat` reads them */
 	struct uro_icrc_id_cache ids;	/* received packets' IPv4 IDs, under rx_lock */
+	int gso_off; /* the kernel refused UDP GSO here: one datagram a packet (wire_burst.c) */
 };
 
 /* A send WQE on the wire: transmitted, then kept until acknowledged. */
@@ -135,7 +144,7 @@ struct uro_wire_run {
 	uint8_t *dst; /* where the first lands */
 	uint64_t len;
 	struct uro_holds h; /* the key, held until placed */
-	struct iovec src[URO_WIRE_BATCH];
+	struct iovec src[URO_WIRE_RUN];
 };
 
 struct uro_wire_rq {
@@ -222,6 +231,25 @@ int uro_wire_send(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, u
  * part at buf[i] + URO_WIRE_HEAD, with one system call when it can. */
 void uro_wire_send_burst(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
 			 uint8_t (*buf)[URO_WIRE_BUF], const size_t *tlen, unsigned n);
+/* Writes the IP and UDP headers in front of the packet whose transport
+ * part (tlen bytes) starts at buf + URO_WIRE_HEAD, and its ICRC behind,
+ * computed with IPv4 identification ip_id (0 but for a GSO segment). */
+void uro_wire_finish(const struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
+		     uint8_t *buf, size_t tlen, uint16_t ip_id);
+/* wire_burst.c: sends the burst from socket fd in as few datagrams as UDP
+ * GSO allows, finishing each packet. */
+void uro_wire_send_gso(struct uro_wire_endpoint *w, int fd, const struct uro_wire_dest *to,
+		       uint8_t (*buf)[URO_WIRE_BUF], const size_t *tlen, unsigned n);
+/* Bytes an RC requester of this endpoint keeps unacknowledged: what the
+ * peer's receive buffer holds of what it sends (socket_buffer.h), more
+ * when its bursts leave as GSO messages. */
+uint32_t uro_wire_window_bytes(const struct uro_wire_endpoint *w);
+/* Copies the bytes of this process's list src (ns entries, at most
+ * URO_MAX_SGE; under the hold h, or NULL) into a burst's n payloads dst,
+ * in order, with as few system calls as uro_remote_copy's lists allow:
+ * 0, or -1 when src was not there. */
+int uro_wire_gather(struct uro_context *ctx, const struct iovec *dst, unsigned n,
+		    const struct iovec *src, int ns, const struct uro_holds *h);
 /* The same packet written to the trace (w->pcap) only, as if sent. */
 void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
 			 size_t tlen);

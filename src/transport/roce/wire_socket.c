@@ -3,6 +3,7 @@
  * ones, and where a GID's packets go. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/udp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -106,7 +107,7 @@ static void small_buffer(int got)
 	uro_warn("the kernel gives a RoCEv2 socket %d KiB of receive buffer, less than the %d KiB "
 		 "a %u KiB window needs (net.core.rmem_max is %ld): long messages will be lost "
 		 "and sent again; as root: sysctl net.core.rmem_max=%d",
-		 got >> 10, URO_WIRE_RCVBUF_NEED >> 10, URO_WIRE_WINDOW_BYTES >> 10, l.rmem_max,
+		 got >> 10, URO_WIRE_RCVBUF_NEED >> 10, URO_WIRE_GSO_WINDOW_BYTES >> 10, l.rmem_max,
 		 URO_WIRE_RCVBUF_WANT);
 }
 
@@ -122,6 +123,12 @@ int uro_wire_udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsign
 		close(fd);
 		return -1;
 	}
+	/* Several packets of a flow in one datagram, split by the endpoint
+	 * (udp(7), UDP_GRO, Linux 5.0): one system call and one buffer charge
+	 * for what GSO sent as one. An older kernel segments as before. */
+	if (fd >= 0 && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)))
+		uro_debug("UDP_GRO refused on the RoCEv2 socket (%s): one packet a datagram",
+			  strerror(errno));
 	if (fd >= 0)
 		small_buffer(uro_sockbuf_grow_rcv(fd, URO_WIRE_RCVBUF_WANT));
 	return fd;
