@@ -133,6 +133,17 @@ need_netns() {
 	ip netns del "uroce-probe-$$"
 }
 
+# veth_in_ns NS A B NET: one namespace NS holding a veth pair, A at
+# NET.1/24 and B at NET.2/24, both up, and lo up; the caller removes NS.
+veth_in_ns() {
+	local ns=$1 a=$2 b=$3 net=$4
+	ip netns add $ns &&
+		ip -n $ns link add $a type veth peer name $b &&
+		ip -n $ns addr add $net.1/24 dev $a &&
+		ip -n $ns addr add $net.2/24 dev $b &&
+		ip -n $ns link set $a up && ip -n $ns link set $b up && ip -n $ns link set lo up
+}
+
 # two_hosts A B NET: namespaces A and B joined by a veth pair, A's end
 # ${A}v at NET.1/24, B's ${B}v at NET.2/24, lo up in each. The veths stay
 # down: a caller may set their sysctls before it brings them up.

@@ -24,11 +24,7 @@ cleanup() {
 	rm -f "$UROCE_CONFIG"
 }
 trap cleanup EXIT
-ip netns add $ns &&
-	ip -n $ns link add vfi0 type veth peer name vfi1 &&
-	ip -n $ns addr add 198.18.0.1/24 dev vfi0 &&
-	ip -n $ns addr add 198.18.0.2/24 dev vfi1 &&
-	ip -n $ns link set vfi0 up && ip -n $ns link set vfi1 up && ip -n $ns link set lo up
+veth_in_ns $ns vfi0 vfi1 198.18.0
 expect_status 0 $? "network namespace $ns with a veth pair"
 echo "link fab0 netdev vfi0" >"$UROCE_CONFIG"
 in_ns() { timeout $T ip netns exec $ns "$UROCE" run "$@"; }

@@ -16,11 +16,7 @@ cleanup() {
 	rm -f "$UROCE_CONFIG"
 }
 trap cleanup EXIT
-ip netns add $ns &&
-	ip -n $ns link add vlb0 type veth peer name vlb1 &&
-	ip -n $ns addr add 198.18.7.1/24 dev vlb0 &&
-	ip -n $ns addr add 198.18.7.2/24 dev vlb1 &&
-	ip -n $ns link set vlb0 up && ip -n $ns link set vlb1 up && ip -n $ns link set lo up
+veth_in_ns $ns vlb0 vlb1 198.18.7
 expect_status 0 $? "network namespace $ns with a veth pair"
 echo "link lb0 netdev vlb0" >"$UROCE_CONFIG"
 pair_server() { timeout $T ip netns exec $ns "$UROCE" run "$@"; }
