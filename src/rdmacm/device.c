@@ -178,8 +178,7 @@ static int netdev_of(const struct sockaddr *addr, char *ifname)
 	struct ifaddrs *list;
 	int found = 0;
 
-	if (addr->sa_family == AF_INET &&
-	    (ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr) >> 24) == 127) {
+	if (addr->sa_family == AF_INET && uro_cm_is_loopback(addr)) {
 		strcpy(ifname, "lo");
 		return 1;
 	}
