@@ -13,7 +13,7 @@ need_netns
 a=ul$$a b=ul$$b net=198.18.$((($$ + 7) % 250)) dir=$(mktemp -d /tmp/uroce-late-XXXXXX)
 srv=
 cleanup() {
-	[ -n "$srv" ] && kill "$srv" 2>/dev/null
+	[ -n "$srv" ] && stop_job "$srv"
 	ip netns del $a 2>/dev/null
 	ip netns del $b 2>/dev/null
 	rm -rf "$dir" "$PAIR_DIR"
