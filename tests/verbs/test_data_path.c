@@ -1442,8 +1442,15 @@ static void test_peer_killed(void)
 	CHECK_EQ(poll_one(A.cq, &wc), 1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
-	/* Not later than the budget: 8 attempts of 4.096 us << 14 = 537 ms. */
-	CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+	/* The budget is 8 attempts of 4.096 us << 14 = 536.9 ms: never less (a
+	 * requester gives up only once retry_cnt retries went unanswered,
+	 * IBTA 9.7.6.1.3), nor much more. Each attempt's timer wakes a thread
+	 * that a loaded machine may leave waiting for a CPU (two sanitizer
+	 * suites at once on 2 cores took it past 1.5 s), so "much more" is 3 s. */
+	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	printf("retry error %ld ms after the peer was killed\n", ms);
+	CHECK(ms >= 536);
+	CHECK(ms < 3000);
 	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE, A.buf, 64, A.mr->lkey, addr, info[1], 3), 0);
 	CHECK_EQ(poll_one(A.cq, &wc), 1);
 	CHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
