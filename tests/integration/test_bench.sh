@@ -25,11 +25,13 @@ done
 expect_match "$report" '^\| uncounted \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what the counters cost, beside a build without them"
 expect_match "$report" '^\| traced \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what tracing costs"
 expect_match "$report" '^\| 2 B \| [0-9.]+ \| [0-9.e-]+ \(×[0-9.]+\) \| [0-9.e-]+ \(×' "uroce beside its baselines, with ratios"
-# Two hosts over a veth (root: CI), every cell of both MTUs a figure, and
-# the three targets between hosts judged.
+# Two hosts over a veth (root: CI), every cell of both MTUs a figure, in
+# both tables, and the three targets between hosts judged.
 if [ "$(id -u)" -eq 0 ]; then
 	for m in 1500 9000; do
 		expect_match "$report" "^\| $m( \| [0-9.e+-]+ / [0-9.e+-]+){8} \|$" "the veth at MTU $m: uroce and TCP"
+		expect_match "$report" "^\| $m( \| [0-9.e+-]+ / [0-9.e+-]+){4} \|$" \
+			"the veth at MTU $m: 16 QPs, a deep send queue, TCP and raw UDP"
 	done
 	expect_match "$report" '^\| `ib_write_bw` 64 KiB ≥ 1.0 × iperf3.*(met|\*\*missed\*\*) .*(met|\*\*missed\*\*)' "the veth bandwidth target is judged"
 fi
