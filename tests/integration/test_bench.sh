@@ -30,8 +30,8 @@ expect_match "$report" '^\| 2 B \| [0-9.]+ \| [0-9.e-]+ \(×[0-9.]+\) \| [0-9.e-
 if [ "$(id -u)" -eq 0 ]; then
 	for m in 1500 9000; do
 		expect_match "$report" "^\| $m( \| [0-9.e+-]+ / [0-9.e+-]+){8} \|$" "the veth at MTU $m: uroce and TCP"
-		expect_match "$report" "^\| $m( \| [0-9.e+-]+ / [0-9.e+-]+){4} \|$" \
-			"the veth at MTU $m: 16 QPs, a deep send queue, TCP and raw UDP"
+		expect_match "$report" "^\| $m( \| [0-9.e+-]+ / [0-9.e+-]+){6} \|$" \
+			"the veth at MTU $m: 16 QPs, a deep send queue, 8 pairs, TCP and raw UDP"
 	done
 	expect_match "$report" '^\| `ib_write_bw` 64 KiB ≥ 1.0 × iperf3.*(met|\*\*missed\*\*) .*(met|\*\*missed\*\*)' "the veth bandwidth target is judged"
 fi
