@@ -57,8 +57,14 @@ static int watch(int efd, int fd, uint32_t what)
 	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-/* The tags of the receive set's members beside the families' sockets. */
-enum { RX_RELAY = URO_WIRE_FAMILIES, RX_ADDRESSES, RX_MEMBERS };
+/* The tags of the receive set's members beside the families' sockets:
+ * the relay, the address announcements, and each flow's socket. */
+enum {
+	RX_RELAY = URO_WIRE_FAMILIES,
+	RX_ADDRESSES,
+	RX_FLOW0,
+	RX_MEMBERS = RX_FLOW0 + URO_WIRE_FLOWS
+};
 
 /* Family f's address was refused (still tentative, or not assigned yet
  * though the netdev announced it): from now on the endpoint hears the
@@ -169,6 +175,9 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 {
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
 		uro_wire_socks_close(&w->fam[f]);
+	for (unsigned i = 0; i < w->nflows; i++)
+		if (w->flows[i].fd >= 0)
+			close(w->flows[i].fd);
 	uro_relay_close(&w->relay);
 	uro_wire_faults_free(w->faults);
 	uro_pcap_close(w->pcap);
@@ -426,6 +435,39 @@ static enum uro_roce_drop check(struct uro_wire_endpoint *w, uint8_t *ip, size_t
 	return why;
 }
 
+/* A flow this process hears through the relay gets a socket connected to
+ * it (uro_wire_flow_socket): every packet for an older process of the
+ * host cost a forward by the newest, and a stopped newest process held
+ * them all. At most URO_WIRE_FLOWS, kept while the endpoint lives: a
+ * flow's later packets for another process of the host are passed on from
+ * there, as from the shared socket. Under rx_lock, as every reader of the
+ * flows is. */
+static void flow_open(struct uro_wire_endpoint *w, const struct forward_head *fh)
+{
+	enum uro_wire_family f = uro_wire_family_of(&fh->src);
+	unsigned n = w->nflows;
+	int fd = __atomic_load_n(&w->fam[f].fd, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++)
+		if (w->flows[i].sport == fh->sport &&
+		    !memcmp(&w->flows[i].peer, &fh->src, sizeof(fh->src)))
+			return;
+	if (n == URO_WIRE_FLOWS || fd < 0)
+		return;
+	fd = uro_wire_flow_socket(f, &w->fam[f].addr, w->ifindex, &fh->src, fh->sport);
+	if (fd >= 0 && watch(w->rx_efd, fd, RX_FLOW0 + n)) {
+		close(fd);
+		fd = -1;
+	}
+	/* A refused one is remembered too, so as not to be tried again per
+	 * packet: that flow keeps the relay. */
+	if (fd < 0)
+		uro_debug("no socket of its own for a RoCEv2 flow (%s): it comes through the relay",
+			  strerror(errno));
+	w->flows[n] = (struct uro_wire_flow){.fd = fd, .sport = fh->sport, .peer = fh->src};
+	w->nflows = n + 1;
+}
+
 /* One packet: the transport bytes at buf + URO_WIRE_HEAD, tried with the
  * IPv4 identification fh->ip_id first. Returns the identification it
  * checked with, or -1 when it was dropped as malformed.
@@ -482,6 +524,11 @@ static int dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 		w->n->bad_pkey++;
 		return id;
 	}
+	/* Another process of the host took it first: its flow gets a
+	 * socket of this process's, so that what follows comes straight
+	 * here. A UD QP hears many flows, each of a few datagrams. */
+	if (forwarded && qp->qpx.qp_base.qp_type != IBV_QPT_UD)
+		flow_open(w, fh);
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		uro_wire_ud_receive(ctx, qp, &p, &fh->src, &fh->dst);
 	else if (is_response(&p))
@@ -554,7 +601,8 @@ static size_t arrived_at(struct msghdr *h, union ibv_gid *dst)
 	return seg;
 }
 
-static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
+/* A batch from fd, a socket of family f: the family's own, or a flow's. */
+static int receive_from(struct uro_context *ctx, enum uro_wire_family f, int fd)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 	const struct uro_wire_socks *s = &w->fam[f];
@@ -565,7 +613,7 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 	} from[URO_WIRE_BATCH];
 	struct iovec iov[URO_WIRE_BATCH];
 	char cmsg[URO_WIRE_BATCH][CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(int))];
-	int fd = __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE), n;
+	int n;
 
 	if (fd < 0)
 		return 0;
@@ -601,6 +649,18 @@ static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
 	}
 	uro_wire_place_runs(ctx); /* before the buffers take the next batch */
 	return n;
+}
+
+static int receive_udp(struct uro_context *ctx, enum uro_wire_family f)
+{
+	return receive_from(ctx, f, __atomic_load_n(&ctx->wire->fam[f].fd, __ATOMIC_ACQUIRE));
+}
+
+static int receive_flow(struct uro_context *ctx, unsigned i)
+{
+	const struct uro_wire_flow *flow = &ctx->wire->flows[i];
+
+	return receive_from(ctx, uro_wire_family_of(&flow->peer), flow->fd);
 }
 
 struct forwarded {
@@ -679,6 +739,8 @@ static int receive_ready(struct uro_context *ctx)
 			got = receive_forwarded(ctx);
 		else if (what == RX_ADDRESSES)
 			heal_families(ctx);
+		else if (what >= RX_FLOW0)
+			got = receive_flow(ctx, what - RX_FLOW0);
 		else
 			got = receive_udp(ctx, (enum uro_wire_family)what);
 		full |= got == URO_WIRE_BATCH;

@@ -88,8 +88,20 @@ struct uro_wire_dest {
 };
 
 /* One per context with a QP on the wire. */
+/* A peer's flow (its address and UDP source port) that reaches this
+ * process through a socket of its own (endpoint.c, flow_open). */
+#define URO_WIRE_FLOWS 64
+struct uro_wire_flow {
+	int fd;
+	uint16_t sport; /* network order */
+	union ibv_gid peer;
+};
+
 struct uro_wire_endpoint {
 	struct uro_wire_socks fam[URO_WIRE_FAMILIES];
+	/* Established flows' own sockets (fd -1: refused), under rx_lock. */
+	struct uro_wire_flow flows[URO_WIRE_FLOWS];
+	unsigned nflows;
 	unsigned ifindex;	     /* the link's netdev */
 	pthread_mutex_t open_lock;   /* opens a family's sockets */
 	struct uro_wire_relay relay; /* packets for and from the host's other processes */

@@ -134,6 +134,24 @@ int uro_wire_udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsign
 	return fd;
 }
 
+/* A connected UDP socket scores above the port's unconnected ones for a
+ * datagram from its peer (net/ipv4/udp.c compute_score: a matching
+ * inet_daddr and inet_dport each add to the score; net/ipv6/udp.c
+ * likewise), whichever was bound last. */
+int uro_wire_flow_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex,
+			 const union ibv_gid *peer, uint16_t sport)
+{
+	struct uro_wire_dest to;
+	int fd = uro_wire_udp_socket(f, gid, ifindex);
+
+	uro_wire_dest_of(peer, sport, ifindex, &to);
+	if (fd >= 0 && connect(fd, &to.sa.sa, to.len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* A socket that only sends, from an ephemeral port of gid's address that
  * the kernel picks and keeps for it: one flow's UDP source port. */
 int uro_wire_tx_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex,

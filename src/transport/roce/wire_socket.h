@@ -22,6 +22,13 @@ void uro_wire_dest_of(const union ibv_gid *gid, uint16_t port, unsigned ifindex,
  * -1 and errno. */
 int uro_wire_udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex);
 
+/* A receiving socket like uro_wire_udp_socket's, connected to one flow:
+ * the peer's address and UDP source port (network order). The kernel
+ * gives that flow's datagrams to it before any unconnected socket of the
+ * port. An fd, or -1 and errno. */
+int uro_wire_flow_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex,
+			 const union ibv_gid *peer, uint16_t sport);
+
 /* A sending socket from an ephemeral port of gid's address (its port in
  * *port): an fd, or -1 and errno. */
 int uro_wire_tx_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex,
