@@ -87,7 +87,6 @@ struct uro_wire_dest {
 	uint8_t family; /* enum uro_wire_family */
 };
 
-/* One per context with a QP on the wire. */
 /* A peer's flow (its address and UDP source port) that reaches this
  * process through a socket of its own (endpoint.c, flow_open). */
 #define URO_WIRE_FLOWS 64
@@ -97,6 +96,7 @@ struct uro_wire_flow {
 	union ibv_gid peer;
 };
 
+/* One per context with a QP on the wire. */
 struct uro_wire_endpoint {
 	struct uro_wire_socks fam[URO_WIRE_FAMILIES];
 	/* Established flows' own sockets (fd -1: refused), under rx_lock. */
