@@ -121,6 +121,10 @@ run_pair "rdma_server/rdma_client" $port "rdma_server -p $port" "rdma_client -s 
 port=$((port + 1))
 run_pair "cmtime" $port "cmtime -p $port -c 20" "cmtime -s $net.1 -p $port -c 20" forever &&
 	expect_match "$(cat "$PAIR_DIR/cli")" '^connect +:' "cmtime reports connection setup"
+# run_pair stopped the server itself, not only the shell that started it
+# (lib.sh, stop_job): an orphan would keep its port and its QPs.
+left=$(for p in $(ip netns pids $a); do cat /proc/$p/comm 2>/dev/null; done | grep -cx cmtime)
+expect_status 0 "$left" "cmtime servers still running after run_pair"
 # perftest's two other modes: its older post-send path, and the CM (-R).
 for mode in --use_old_post_send -R; do
 	for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat \
