@@ -36,6 +36,7 @@
 #include "port_probe.h"
 #include "socket_buffer.h"
 #include "wire.h"
+#include "wire_flow.h"
 #include "wire_socket.h"
 
 /* What a forwarded datagram carries in front of the packet: its
@@ -48,14 +49,6 @@ struct forward_head {
 	uint16_t sport; /* network order */
 	uint16_t ip_id;
 };
-
-/* Adds fd to the endpoint's receive set, reported as what. */
-static int watch(int efd, int fd, uint32_t what)
-{
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = what};
-
-	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev);
-}
 
 /* The tags of the receive set's members beside the families' sockets:
  * the relay, the address announcements, and each flow's socket. */
@@ -76,7 +69,7 @@ static int await_address(struct uro_wire_endpoint *w, enum uro_wire_family f)
 		w->addr_fd = uro_addr_watch_open();
 		if (w->addr_fd < 0)
 			return errno;
-		if (watch(w->rx_efd, w->addr_fd, RX_ADDRESSES)) {
+		if (uro_wire_watch(w->rx_efd, w->addr_fd, RX_ADDRESSES)) {
 			int err = errno;
 
 			close(w->addr_fd);
@@ -114,7 +107,7 @@ static int socks_open(struct uro_context *ctx, struct uro_wire_endpoint *w, enum
 		if ((n.tx_fd[i] = uro_wire_tx_socket(f, &n.addr, w->ifindex, &n.tx_port[i])) < 0)
 			break;
 	fd = n.tx_fd[URO_WIRE_TX_PORTS - 1] < 0 ? -1 : uro_wire_udp_socket(f, &n.addr, w->ifindex);
-	if (fd >= 0 && watch(w->rx_efd, fd, f)) {
+	if (fd >= 0 && uro_wire_watch(w->rx_efd, fd, f)) {
 		close(fd);
 		fd = -1;
 	}
@@ -175,9 +168,7 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 {
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
 		uro_wire_socks_close(&w->fam[f]);
-	for (unsigned i = 0; i < w->nflows; i++)
-		if (w->flows[i].fd >= 0)
-			close(w->flows[i].fd);
+	uro_wire_flows_close(w);
 	uro_relay_close(&w->relay);
 	uro_wire_faults_free(w->faults);
 	uro_pcap_close(w->pcap);
@@ -224,7 +215,7 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 	w->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->rx_efd = epoll_create1(EPOLL_CLOEXEC);
 	if (w->kick_fd < 0 || w->rx_efd < 0 || uro_relay_open(&w->relay, ctx->slot.sock) ||
-	    watch(w->rx_efd, w->relay.efd, RX_RELAY)) {
+	    uro_wire_watch(w->rx_efd, w->relay.efd, RX_RELAY)) {
 		int err = errno;
 
 		uro_warn("device %s: cannot receive RoCEv2: %s", ctx->dev->ibdev.name,
@@ -435,39 +426,6 @@ static enum uro_roce_drop check(struct uro_wire_endpoint *w, uint8_t *ip, size_t
 	return why;
 }
 
-/* A flow this process hears through the relay gets a socket connected to
- * it (uro_wire_flow_socket): every packet for an older process of the
- * host cost a forward by the newest, and a stopped newest process held
- * them all. At most URO_WIRE_FLOWS, kept while the endpoint lives: a
- * flow's later packets for another process of the host are passed on from
- * there, as from the shared socket. Under rx_lock, as every reader of the
- * flows is. */
-static void flow_open(struct uro_wire_endpoint *w, const struct forward_head *fh)
-{
-	enum uro_wire_family f = uro_wire_family_of(&fh->src);
-	unsigned n = w->nflows;
-	int fd = __atomic_load_n(&w->fam[f].fd, __ATOMIC_ACQUIRE);
-
-	for (unsigned i = 0; i < n; i++)
-		if (w->flows[i].sport == fh->sport &&
-		    !memcmp(&w->flows[i].peer, &fh->src, sizeof(fh->src)))
-			return;
-	if (n == URO_WIRE_FLOWS || fd < 0)
-		return;
-	fd = uro_wire_flow_socket(f, &w->fam[f].addr, w->ifindex, &fh->src, fh->sport);
-	if (fd >= 0 && watch(w->rx_efd, fd, RX_FLOW0 + n)) {
-		close(fd);
-		fd = -1;
-	}
-	/* A refused one is remembered too, so as not to be tried again per
-	 * packet: that flow keeps the relay. */
-	if (fd < 0)
-		uro_debug("no socket of its own for a RoCEv2 flow (%s): it comes through the relay",
-			  strerror(errno));
-	w->flows[n] = (struct uro_wire_flow){.fd = fd, .sport = fh->sport, .peer = fh->src};
-	w->nflows = n + 1;
-}
-
 /* One packet: the transport bytes at buf + URO_WIRE_HEAD, tried with the
  * IPv4 identification fh->ip_id first. Returns the identification it
  * checked with, or -1 when it was dropped as malformed.
@@ -528,7 +486,7 @@ static int dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	 * socket of this process's, so that what follows comes straight
 	 * here. A UD QP hears many flows, each of a few datagrams. */
 	if (forwarded && qp->qpx.qp_base.qp_type != IBV_QPT_UD)
-		flow_open(w, fh);
+		uro_wire_flow_open(w, &fh->src, fh->sport, RX_FLOW0);
 	if (qp->qpx.qp_base.qp_type == IBV_QPT_UD)
 		uro_wire_ud_receive(ctx, qp, &p, &fh->src, &fh->dst);
 	else if (is_response(&p))

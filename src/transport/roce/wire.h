@@ -88,7 +88,7 @@ struct uro_wire_dest {
 };
 
 /* A peer's flow (its address and UDP source port) that reaches this
- * process through a socket of its own (endpoint.c, flow_open). */
+ * process through a socket of its own (wire_flow.c). */
 #define URO_WIRE_FLOWS 64
 struct uro_wire_flow {
 	int fd;

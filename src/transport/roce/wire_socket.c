@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/udp.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -132,6 +133,13 @@ int uro_wire_udp_socket(enum uro_wire_family f, const union ibv_gid *gid, unsign
 	if (fd >= 0)
 		small_buffer(uro_sockbuf_grow_rcv(fd, URO_WIRE_RCVBUF_WANT));
 	return fd;
+}
+
+int uro_wire_watch(int efd, int fd, uint32_t what)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = what};
+
+	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /* A connected UDP socket scores above the port's unconnected ones for a

@@ -36,4 +36,8 @@ int uro_wire_tx_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigne
 
 void uro_wire_socks_close(struct uro_wire_socks *s);
 
+/* Adds fd to the endpoint's receive set efd (epoll), reported as what:
+ * 0, or -1 and errno. */
+int uro_wire_watch(int efd, int fd, uint32_t what);
+
 #endif
