@@ -174,15 +174,19 @@ need_netns() {
 	ip netns del "uroce-probe-$$"
 }
 
-# veth_in_ns NS A B NET: one namespace NS holding a veth pair, A at
-# NET.1/24 and B at NET.2/24, both up, and lo up; the caller removes NS.
-veth_in_ns() {
+# ns_with_link NS A B NET LINK: one namespace NS holding a veth pair, A
+# at NET.1/24 and B at NET.2/24, both up, and lo up, removed when the test
+# exits; a uroce link LINK on A in the test's configuration.
+ns_with_link() {
 	local ns=$1 a=$2 b=$3 net=$4
+	trap "ip netns del $ns 2>/dev/null; rm -rf \"\$PAIR_DIR\"; rm -f \"\$UROCE_CONFIG\"" EXIT
 	ip netns add $ns &&
 		ip -n $ns link add $a type veth peer name $b &&
 		ip -n $ns addr add $net.1/24 dev $a &&
 		ip -n $ns addr add $net.2/24 dev $b &&
 		ip -n $ns link set $a up && ip -n $ns link set $b up && ip -n $ns link set lo up
+	expect_status 0 $? "network namespace $ns with a veth pair"
+	echo "link $5 netdev $a" >"$UROCE_CONFIG"
 }
 
 # two_hosts A B NET: namespaces A and B joined by a veth pair, A's end

@@ -18,15 +18,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit
 fi
 ns=uroce-fi-$$
-cleanup() {
-	ip netns del $ns 2>/dev/null
-	rm -rf "$PAIR_DIR"
-	rm -f "$UROCE_CONFIG"
-}
-trap cleanup EXIT
-veth_in_ns $ns vfi0 vfi1 198.18.0
-expect_status 0 $? "network namespace $ns with a veth pair"
-echo "link fab0 netdev vfi0" >"$UROCE_CONFIG"
+ns_with_link $ns vfi0 vfi1 198.18.0 fab0
 in_ns() { timeout $T ip netns exec $ns "$UROCE" run "$@"; }
 
 out=$(in_ns fi_info -p verbs 2>&1); st=$?

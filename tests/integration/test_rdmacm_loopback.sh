@@ -10,15 +10,7 @@
 
 need_netns
 ns=uroce-lb-$$
-cleanup() {
-	ip netns del $ns 2>/dev/null
-	rm -rf "$PAIR_DIR"
-	rm -f "$UROCE_CONFIG"
-}
-trap cleanup EXIT
-veth_in_ns $ns vlb0 vlb1 198.18.7
-expect_status 0 $? "network namespace $ns with a veth pair"
-echo "link lb0 netdev vlb0" >"$UROCE_CONFIG"
+ns_with_link $ns vlb0 vlb1 198.18.7 lb0
 pair_server() { timeout $T ip netns exec $ns "$UROCE" run "$@"; }
 pair_client() { timeout $T ip netns exec $ns "$UROCE" run "$@"; }
 server_ss() { ip netns exec $ns ss "$@"; }
