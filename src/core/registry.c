@@ -71,7 +71,7 @@ static struct flock record_lock(short type, unsigned slot)
 /* Names are per registry directory, so that two registries (tests, or a
  * user's own UROCE_RUNTIME_DIR) number their slots apart, as they always
  * did. */
-socklen_t uro_registry_slot_name(const char *dir, unsigned slot, struct sockaddr_un *a)
+socklen_t uro_registry_name(const char *dir, const char *what, struct sockaddr_un *a)
 {
 	struct stat st;
 	int n;
@@ -80,9 +80,19 @@ socklen_t uro_registry_slot_name(const char *dir, unsigned slot, struct sockaddr
 		return 0;
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
-	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "uroce-%llx:%llx-slot-%u",
-		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, slot);
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "uroce-%llx:%llx-%s",
+		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, what);
+	if (n < 0 || (size_t)n >= sizeof(a->sun_path) - 1)
+		return 0;
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+socklen_t uro_registry_slot_name(const char *dir, unsigned slot, struct sockaddr_un *a)
+{
+	char what[32];
+
+	snprintf(what, sizeof(what), "slot-%u", slot);
+	return uro_registry_name(dir, what, a);
 }
 
 /* A socket bound to slot's name, or -1 (EADDRINUSE: somebody holds it).

@@ -51,6 +51,9 @@ void uro_registry_release(struct uro_slot *s);
 int uro_registry_lookup(const char *dir, unsigned slot, struct uro_slot_record *rec);
 /* 1 when a process of this network namespace, of any user, holds slot. */
 int uro_registry_held(const char *dir, unsigned slot);
+/* The abstract unix name of what (a slot's, a CM agent's: mad_route.h)
+ * among those of this registry's directory: its length, or 0 and errno. */
+socklen_t uro_registry_name(const char *dir, const char *what, struct sockaddr_un *a);
 /* The slot's abstract unix name, in *a: its length, or 0 and errno. */
 socklen_t uro_registry_slot_name(const char *dir, unsigned slot, struct sockaddr_un *a);
 /* The inode of this process's network namespace, as records hold it. */

@@ -53,9 +53,12 @@ struct uro_cm_peer {
 	uint8_t rnr_retry;
 	uint8_t retry_count;
 	uint8_t srq;
+	uint8_t mtu; /* the path MTU a REQ offers (enum ibv_mtu), 0: the port's */
 	union ibv_gid gid;
 	uint16_t lid;
 };
+
+struct uro_cm_mad_conn;
 
 struct uro_cm_channel;
 
@@ -78,6 +81,8 @@ struct uro_cm_id {
 	unsigned pending_events;	  /* retrieved, not yet acknowledged */
 	void *watch;			  /* the CM thread's entry for sock */
 	struct uro_cm_mcast *mcasts;	  /* groups joined (multicast.c) */
+	struct uro_cm_mad_conn *mad;	  /* its CM speaks MADs (cm_mad.h), or NULL */
+	void *svc_watch[2];		  /* a listener's names for MAD requests */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
@@ -191,6 +196,10 @@ struct uro_cm_msg {
 };
 
 int uro_cm_send(int sock, enum uro_cm_msg_type type, const struct uro_cm_peer *peer,
+		uint16_t status, const void *pdata, uint8_t pdata_len);
+/* A message to the id's peer, on its TCP connection or as a MAD
+ * (cm_mad.c; with the CM lock held): 0, or -1 when it could not go. */
+int uro_cm_tell(struct uro_cm_id *id, enum uro_cm_msg_type type, const struct uro_cm_peer *peer,
 		uint16_t status, const void *pdata, uint8_t pdata_len);
 /* Reads what has arrived of the next message without blocking: 1 when
  * *m is whole (*have bytes of it are kept between calls), 0 when more is

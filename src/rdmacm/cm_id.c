@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cm.h"
+#include "cm_mad.h"
 
 struct uro_cm_id *uro_cm_id_new(struct rdma_event_channel *ch, void *context,
 				enum rdma_port_space ps, enum ibv_qp_type qpt)
@@ -81,6 +81,9 @@ URO_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 
 	uro_cm_lock();
 	uro_cm_unwatch(cm);
+	uro_cm_mad_unlisten(cm);
+	uro_cm_mad_goodbye(cm);
+	uro_cm_mad_forget(cm);
 	if (cm->sock >= 0)
 		close(cm->sock);
 	cm->sock = -1;

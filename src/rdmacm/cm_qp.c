@@ -45,9 +45,14 @@ static int rtr_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 		return 0;
 	if (ibv_query_port(id->verbs, id->port_num, &port))
 		return -1;
-	a->path_mtu = port.active_mtu;
+	/* The passive side takes the REQ's path MTU where it is smaller. */
+	a->path_mtu =
+	    cm->peer.mtu && cm->peer.mtu < port.active_mtu ? cm->peer.mtu : port.active_mtu;
 	a->dest_qp_num = cm->peer.qpn;
-	a->rq_psn = cm->peer.psn;
+	/* A REQ's or REP's starting PSN is the one its sender receives first
+	 * (IBTA 12.7.22 and 12.7.30; Linux's cm_rep_handler takes a REP's as
+	 * its sq_psn): ours is our rq_psn. */
+	a->rq_psn = cm->psn;
 	a->max_dest_rd_atomic = cm->param.responder_resources ? cm->param.responder_resources : 1;
 	a->min_rnr_timer = 12;
 	a->ah_attr.port_num = id->port_num;
@@ -65,17 +70,24 @@ static int rtr_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 
 static void rts_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 {
+	uint8_t retry;
+
 	a->sq_psn = cm->psn;
 	*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (cm->id.qp_type == IBV_QPT_UD)
 		return;
+	a->sq_psn = cm->peer.psn;
 	a->timeout = cm->ack_timeout >= 0 ? (uint8_t)cm->ack_timeout : 14;
 	*mask |= IBV_QP_TIMEOUT;
 	/* An XRC target has no requester side (IBTA A14). */
 	if (cm->id.qp_type == IBV_QPT_XRC_RECV)
 		return;
-	a->retry_cnt = cm->peer.retry_count ? cm->peer.retry_count : 7;
-	a->rnr_retry = cm->param.rnr_retry_count;
+	/* The REQ's retry count serves both sides (a REP has none); each
+	 * side's RNR retry count is the one its peer asked for (IBTA
+	 * 12.7.17 and 12.7.38; as Linux's cm.c and cma.c set them). */
+	retry = cm->listener ? cm->peer.retry_count : cm->param.retry_count;
+	a->retry_cnt = retry ? retry : 7;
+	a->rnr_retry = cm->peer.rnr_retry;
 	a->max_rd_atomic = cm->param.initiator_depth ? cm->param.initiator_depth : 1;
 	*mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 }

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cm.h"
+#include "cm_mad.h"
 
 /* With the fd table full, a listener is left alone this long before it
  * accepts again: its pending connection would wake epoll at once. */
@@ -25,14 +25,20 @@
 struct watch {
 	struct uro_cm_id *id;	    /* a listener or a connection's id */
 	struct uro_cm_id *listener; /* an accepted socket before its REQ */
-	int sock;
-	int dead; /* dropped: its id may be gone */
+	int sock;		    /* -1 for an id whose CM speaks MADs: it has deadlines only */
+	int mad;		    /* enum mad_watch */
+	int dead;		    /* dropped: its id may be gone */
 	struct watch *next_dead;
 	struct watch *next_live;
 	uint64_t deadline_ms;  /* 0: none */
 	struct uro_cm_msg msg; /* the message being received */
 	size_t have;	       /* its bytes so far */
 };
+
+/* The MADs a process's endpoints pass its CM (cm_mad.h): the agent's and
+ * listeners' names are listening sockets, and each MAD comes on a
+ * connection of its own. */
+enum mad_watch { NOT_MAD, MAD_LISTENER, MAD_ONE };
 
 static pthread_mutex_t cm_lock = PTHREAD_MUTEX_INITIALIZER;
 static int epfd = -1;
@@ -68,7 +74,8 @@ static void arm(struct watch *w)
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = w};
 
-	epoll_ctl(epfd, EPOLL_CTL_ADD, w->sock, &ev);
+	if (w->sock >= 0)
+		epoll_ctl(epfd, EPOLL_CTL_ADD, w->sock, &ev);
 	w->next_live = live;
 	live = w;
 }
@@ -77,7 +84,8 @@ static void drop(struct watch *w)
 {
 	struct watch **p = &live;
 
-	epoll_ctl(epfd, EPOLL_CTL_DEL, w->sock, NULL);
+	if (w->sock >= 0)
+		epoll_ctl(epfd, EPOLL_CTL_DEL, w->sock, NULL);
 	while (*p && *p != w)
 		p = &(*p)->next_live;
 	if (*p)
@@ -93,7 +101,8 @@ static void drop(struct watch *w)
 static void hang_up(struct uro_cm_id *id, struct watch *w)
 {
 	drop(w);
-	close(id->sock);
+	if (id->sock >= 0)
+		close(id->sock);
 	id->sock = -1;
 }
 
@@ -133,58 +142,72 @@ static void conn_param(struct uro_cm_event *e, const struct uro_cm_msg *m)
 	c->qp_num = m->peer.qpn;
 }
 
-/* A request on an accepted socket makes the id the listener's owner gets
- * in its CONNECT_REQUEST event. */
-static void on_request(struct watch *w, const struct uro_cm_msg *m)
+struct uro_cm_id *uro_cm_take_request(struct uro_cm_id *l, const struct uro_cm_msg *m,
+				      const struct sockaddr *src, const struct sockaddr *dst)
 {
-	struct uro_cm_id *l = w->listener;
 	struct uro_cm_id *id;
 	struct uro_cm_event *e;
-	socklen_t len = sizeof(struct sockaddr_storage);
 
 	/* A datagram listener resolves SIDR requests; a connected one takes
 	 * REQs (IBTA 12.11, 12.6.5). */
 	if (m->type != (l->id.qp_type == IBV_QPT_UD ? MSG_SIDR_REQ : MSG_REQ))
-		goto refuse;
+		return NULL;
 	id = uro_cm_id_new(l->sync ? NULL : &l->chan->ch, l->id.context, l->id.ps, l->id.qp_type);
 	if (!id)
-		goto refuse;
-	id->sock = w->sock;
+		return NULL;
 	id->listener = l;
 	id->peer = m->peer;
 	id->state = CM_REQ_RCVD;
-	getsockname(w->sock, &id->id.route.addr.src_addr, &len);
-	len = sizeof(struct sockaddr_storage);
-	getpeername(w->sock, &id->id.route.addr.dst_addr, &len);
-	/* The listener's port, not the accepted socket's. */
-	((struct sockaddr_in *)&id->id.route.addr.src_addr)->sin_port =
-	    ((struct sockaddr_in *)&l->id.route.addr.src_addr)->sin_port;
+	memcpy(&id->id.route.addr.src_addr, src, sa_len(src));
+	memcpy(&id->id.route.addr.dst_addr, dst, sa_len(dst));
 	uro_cm_set_device(&id->id, uro_cm_device_for_local(&id->id.route.addr.src_addr));
 	id->id.port_num = 1;
 	if (!id->id.verbs || uro_cm_fill_route(id)) {
 		uro_cm_id_free(id);
-		goto refuse;
+		return NULL;
 	}
-	w->id = id;
-	w->listener = NULL;
-	id->watch = w;
-	set_deadline(w, 0); /* the program decides in its own time */
-	if (m->type == MSG_REQ)
-		uro_cm_send(w->sock, MSG_MRA, NULL, 0, NULL, 0);
 	e = uro_cm_event_new(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m->pdata, m->pdata_len);
 	if (!e)
-		return;
+		return id;
 	e->ev.listen_id = &l->id;
 	if (m->type == MSG_SIDR_REQ)
 		ud_param(id, e, m);
 	else
 		conn_param(e, m);
 	uro_cm_queue(l->chan, e);
-	return;
-refuse:
-	uro_cm_send(w->sock, MSG_REJ, NULL, URO_REJ_INVALID_SERVICE_ID, NULL, 0);
-	close(w->sock);
-	drop(w);
+	return id;
+}
+
+/* A request on an accepted socket makes the id the listener's owner gets
+ * in its CONNECT_REQUEST event. The passive CM answers with an MRA at
+ * once, so that the active side knows its peer is alive. */
+static void on_request(struct watch *w, const struct uro_cm_msg *m)
+{
+	struct uro_cm_id *l = w->listener;
+	struct sockaddr_storage src, dst;
+	socklen_t len = sizeof(src);
+	struct uro_cm_id *id;
+
+	getsockname(w->sock, (struct sockaddr *)&src, &len);
+	len = sizeof(dst);
+	getpeername(w->sock, (struct sockaddr *)&dst, &len);
+	/* The listener's port, not the accepted socket's. */
+	((struct sockaddr_in *)&src)->sin_port =
+	    ((struct sockaddr_in *)&l->id.route.addr.src_addr)->sin_port;
+	id = uro_cm_take_request(l, m, (struct sockaddr *)&src, (struct sockaddr *)&dst);
+	if (!id) {
+		uro_cm_send(w->sock, MSG_REJ, NULL, URO_REJ_INVALID_SERVICE_ID, NULL, 0);
+		close(w->sock);
+		drop(w);
+		return;
+	}
+	id->sock = w->sock;
+	w->id = id;
+	w->listener = NULL;
+	id->watch = w;
+	set_deadline(w, 0); /* the program decides in its own time */
+	if (m->type == MSG_REQ)
+		uro_cm_send(w->sock, MSG_MRA, NULL, 0, NULL, 0);
 }
 
 /* The connection's QP goes to ERR, flushing its receives, as the CM does
@@ -229,11 +252,11 @@ static void on_reply(struct uro_cm_id *id, const struct uro_cm_msg *m)
 		return;
 	}
 	if (uro_cm_qp_to_rtr_rts(id)) {
-		uro_cm_send(id->sock, MSG_REJ, NULL, URO_REJ_CONSUMER_DEFINED, NULL, 0);
+		uro_cm_tell(id, MSG_REJ, NULL, URO_REJ_CONSUMER_DEFINED, NULL, 0);
 		uro_cm_post(id, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, NULL, 0, NULL);
 		return;
 	}
-	uro_cm_send(id->sock, MSG_RTU, NULL, 0, NULL, 0);
+	uro_cm_tell(id, MSG_RTU, NULL, 0, NULL, 0);
 	id->state = CM_CONNECTED;
 	struct uro_cm_event *e =
 	    uro_cm_event_new(id, RDMA_CM_EVENT_ESTABLISHED, 0, m->pdata, m->pdata_len);
@@ -289,7 +312,7 @@ static void on_message(struct watch *w, const struct uro_cm_msg *m)
 		hang_up(id, w);
 		break;
 	case MSG_DREQ:
-		uro_cm_send(id->sock, MSG_DREP, NULL, 0, NULL, 0);
+		uro_cm_tell(id, MSG_DREP, NULL, 0, NULL, 0);
 		to_disconnected(id, w);
 		break;
 	case MSG_DREP:
@@ -360,11 +383,17 @@ static void on_timeout(struct watch *w)
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = w};
 
 	w->deadline_ms = 0;
-	if (!id) { /* an accepted connection that sent no request */
+	if (w->mad == MAD_LISTENER) { /* paused with the fd table full */
+		epoll_ctl(epfd, EPOLL_CTL_MOD, w->sock, &ev);
+	} else if (!id) { /* an accepted connection that sent no request, or no MAD */
 		close(w->sock);
 		drop(w);
 	} else if (id->state == CM_LISTEN) {
 		epoll_ctl(epfd, EPOLL_CTL_MOD, w->sock, &ev);
+	} else if (id->mad && uro_cm_mad_resend(id)) {
+		set_deadline(w, URO_CM_RESPONSE_MS); /* a MAD is lost as a packet is */
+	} else if (id->state == CM_CONNECTED && id->mad) {
+		to_disconnected(id, w); /* our DREQ went unanswered (cm.c: timewait) */
 	} else if (id->state == CM_CONNECTING) {
 		failed(id, w, RDMA_CM_EVENT_UNREACHABLE, ETIMEDOUT);
 	} else if (id->state == CM_ACCEPTING) {
@@ -391,10 +420,47 @@ static int expire(void)
 	return next == UINT64_MAX ? -1 : (int)(next - now);
 }
 
+/* Connections that each bring one MAD: taken in a bounded batch, each
+ * read when its MAD is there, or closed after a response timeout. */
+static void on_mad_listener(struct watch *lw)
+{
+	for (int i = 0; i < 64; i++) {
+		int s = accept4(lw->sock, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct watch *w;
+
+		if (s < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_listener(lw);
+			return;
+		}
+		w = calloc(1, sizeof(*w));
+		if (!w) {
+			close(s);
+			return;
+		}
+		w->sock = s;
+		w->mad = MAD_ONE;
+		w->listener = lw->listener;
+		arm(w);
+		set_deadline(w, URO_CM_RESPONSE_MS);
+	}
+}
+
 static void on_readable(struct watch *w)
 {
 	int r;
 
+	if (w->mad == MAD_LISTENER) {
+		on_mad_listener(w);
+		return;
+	}
+	if (w->mad == MAD_ONE) {
+		uro_cm_mad_readable(w->sock, w->listener);
+		close(w->sock);
+		drop(w);
+		return;
+	}
 	if (w->id && w->id->state == CM_LISTEN) {
 		on_listener(w);
 		return;
@@ -515,4 +581,47 @@ void uro_cm_expect_answer(struct uro_cm_id *id)
 {
 	if (id->watch)
 		set_deadline(id->watch, URO_CM_RESPONSE_MS);
+}
+
+/* Called with the CM lock held. */
+void *uro_cm_watch_fd(int fd, struct uro_cm_id *listener)
+{
+	struct watch *w;
+
+	start();
+	w = calloc(1, sizeof(*w));
+	if (epfd < 0 || !w) {
+		free(w);
+		return NULL;
+	}
+	w->sock = fd;
+	w->mad = MAD_LISTENER;
+	w->listener = listener;
+	arm(w);
+	return w;
+}
+
+/* Called with the CM lock held: the fd is closed too. */
+void uro_cm_unwatch_fd(void *handle)
+{
+	struct watch *w = handle, *o = live;
+
+	drop(w);
+	close(w->sock);
+	while (o) { /* its MADs still to read name its listener */
+		struct watch *after = o->next_live;
+
+		if (o->mad == MAD_ONE && o->listener == w->listener) {
+			close(o->sock);
+			drop(o);
+		}
+		o = after;
+	}
+}
+
+/* Called with the CM lock held. */
+void uro_cm_deliver(struct uro_cm_id *id, const struct uro_cm_msg *m)
+{
+	if (id->watch)
+		on_message(id->watch, m);
 }

@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cm.h"
+#include "cm_mad.h"
 
 static void my_side(struct uro_cm_id *cm, struct uro_cm_peer *me)
 {
@@ -60,6 +60,14 @@ static int take_param(struct uro_cm_id *cm, const struct rdma_conn_param *param)
 	return 0;
 }
 
+/* Without parameters, librdmacm asks for 7 retries of each kind
+ * (rdma-core's cma.c, ucma_copy_conn_param_to_kern). */
+static void no_param(struct uro_cm_id *cm)
+{
+	cm->param.retry_count = 7;
+	cm->param.rnr_retry_count = 7;
+}
+
 /* The CM connection is done with: stop reading it and close it (called
  * with the CM lock held). */
 static void hang_up(struct uro_cm_id *cm)
@@ -83,10 +91,15 @@ URO_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (listen(cm->sock, backlog > 0 ? backlog : URO_CM_BACKLOG))
 		return -1;
 	uro_cm_lock();
-	cm->state = CM_LISTEN;
-	rc = uro_cm_watch(cm);
+	rc = uro_cm_mad_listen(cm);
+	if (!rc && uro_cm_watch(cm))
+		rc = ENOMEM;
+	if (!rc)
+		cm->state = CM_LISTEN;
+	else
+		uro_cm_mad_unlisten(cm);
 	uro_cm_unlock();
-	return rc ? uro_cm_err(ENOMEM) : 0;
+	return rc ? uro_cm_err(rc) : 0;
 }
 
 /* The active side's TCP connection to the listener; a refusal is what a
@@ -138,10 +151,18 @@ URO_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param
 		return uro_cm_err(EINVAL);
 	if (param && (rc = take_param(cm, param)))
 		return uro_cm_err(rc);
+	if (!param)
+		no_param(cm);
 	if (!id->qp && param)
 		cm->qpn = param->qp_num; /* the program's own QP */
 	my_side(cm, &me);
 	uro_cm_lock();
+	if (uro_cm_peer_is_remote(cm)) { /* another host: the IB CM's MADs */
+		rc = uro_cm_mad_connect(cm, &me, param ? param->private_data : NULL,
+					param ? param->private_data_len : 0);
+		uro_cm_unlock();
+		return rc ? uro_cm_err(rc) : uro_cm_wait(cm, RDMA_CM_EVENT_ESTABLISHED);
+	}
 	if (dial(cm)) {
 		int err = errno;
 
@@ -181,6 +202,8 @@ URO_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		return uro_cm_err(EINVAL);
 	if (param && (rc = take_param(cm, param)))
 		return uro_cm_err(rc);
+	if (!param)
+		no_param(cm);
 	if (!id->qp && param)
 		cm->qpn = param->qp_num; /* the program's own QP */
 	if (!ud && id->qp && uro_cm_qp_to_rtr_rts(cm))
@@ -188,7 +211,7 @@ URO_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	my_side(cm, &me);
 	uro_cm_lock();
 	cm->state = ud ? CM_CONNECTED : CM_ACCEPTING;
-	rc = uro_cm_send(cm->sock, ud ? MSG_SIDR_REP : MSG_REP, &me, 0,
+	rc = uro_cm_tell(cm, ud ? MSG_SIDR_REP : MSG_REP, &me, 0,
 			 param ? param->private_data : NULL, param ? param->private_data_len : 0);
 	if (ud)
 		hang_up(cm); /* SIDR is one exchange: the datagram QP stays as it is */
@@ -211,7 +234,7 @@ URO_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	    private_data_len > (ud ? URO_PDATA_SIDR_REP : URO_PDATA_REJ))
 		return uro_cm_err(EINVAL);
 	uro_cm_lock();
-	rc = uro_cm_send(cm->sock, ud ? MSG_SIDR_REP : MSG_REJ, NULL, URO_REJ_CONSUMER_DEFINED,
+	rc = uro_cm_tell(cm, ud ? MSG_SIDR_REP : MSG_REJ, NULL, URO_REJ_CONSUMER_DEFINED,
 			 private_data, private_data_len);
 	cm->state = CM_DISCONNECTED;
 	hang_up(cm);
@@ -236,8 +259,8 @@ URO_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	if (cm->state == CM_CONNECTED || cm->state == CM_ACCEPTING || cm->state == CM_CONNECTING) {
 		if (id->qp)
 			uro_cm_qp_to_error(cm);
-		if (cm->sock >= 0)
-			uro_cm_send(cm->sock, MSG_DREQ, NULL, 0, NULL, 0);
+		if (!uro_cm_tell(cm, MSG_DREQ, NULL, 0, NULL, 0) && cm->mad)
+			uro_cm_expect_answer(cm); /* the DREP, resent for until then */
 		/* Still CONNECTED: the DREP (or the hangup) delivers our event. */
 		cm->state = CM_CONNECTED;
 	} else if (cm->state != CM_DISCONNECTED) {
@@ -255,7 +278,7 @@ URO_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	if (cm->state != CM_CONNECTING)
 		return uro_cm_err(EINVAL);
 	uro_cm_lock();
-	rc = uro_cm_send(cm->sock, MSG_RTU, NULL, 0, NULL, 0);
+	rc = uro_cm_tell(cm, MSG_RTU, NULL, 0, NULL, 0);
 	cm->state = CM_CONNECTED;
 	uro_cm_unlock();
 	return rc ? uro_cm_err(ECONNRESET) : 0;

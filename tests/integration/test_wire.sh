@@ -105,7 +105,8 @@ perf ib_atomic_bw -n 100
 perf ib_write_lat -n 100
 gid=0
 
-# The CM over TCP between the namespaces, the data on the wire.
+# rdma_cm between the namespaces: the IB CM's MADs on QP 1, as between
+# two kernel hosts, and the data on the wire.
 port=$((port + 1))
 PAIR_STATUS=rping_status run_pair "rping" $port "rping -s -a $net.1 -p $port -C 20 -v" "rping -c -a $net.1 -p $port -C 20 -v" &&
 	expect_match "$(cat "$PAIR_DIR/cli")" 'rdma-ping-19' "rping's 20th ping"
@@ -158,6 +159,11 @@ expect_match "$decoded" 'RC RDMA Read Response Middle' "tshark decodes READ resp
 expect_match "$decoded" 'RC (Fetch Add|Compare Swap)' "tshark decodes atomics"
 expect_match "$decoded" 'RC Atomic Acknowledge' "tshark decodes atomic ACKs"
 expect_match "$decoded" 'RC RDMA Write' "tshark decodes RDMA WRITEs"
+# The CM's messages, every kind rping, ucmatose, udaddy and cmtime use.
+for m in ConnectRequest ConnectReply ReadyToUse DisconnectRequest DisconnectReply \
+	ServiceIDResReq ServiceIDResReqResp; do
+	expect_match "$decoded" "CM: $m\$" "tshark decodes the CM's $m"
+done
 decoded6=$(tshark -r "$dir/wire.pcap" -Y ipv6 -T fields -e _ws.col.Info 2>&1 |
 	sed 's/ QP=.*//' | sort | uniq -c)
 echo "opcode census of its IPv6 packets:"

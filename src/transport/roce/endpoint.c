@@ -33,6 +33,7 @@
 #include "device_model.h"
 #include "icrc.h"
 #include "log.h"
+#include "mad_route.h"
 #include "port_probe.h"
 #include "socket_buffer.h"
 #include "wire.h"
@@ -450,11 +451,13 @@ static int dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	struct uro_roce_packet p;
 	enum uro_roce_drop why;
 	struct uro_qp *qp;
+	int gsi;
 
 	memcpy(saved, ip, hl);
 	why = check(w, ip, hl, tlen, fh, &id, &p);
 	memcpy(ip, saved, hl);
-	if (why == ROCE_OK && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
+	gsi = why == ROCE_OK && p.dest_qp == URO_GSI_QPN;
+	if (why == ROCE_OK && !gsi && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
 		struct forward_head on = *fh;
 
 		on.ip_id = id;
@@ -468,6 +471,10 @@ static int dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	if (why != ROCE_OK) {
 		w->n->dropped[why]++;
 		return -1;
+	}
+	if (gsi) { /* QP 1 is the host's: its MADs go to the CM they are for */
+		uro_wire_gsi_take(w, &p, &fh->src, &fh->dst, fh->sport);
+		return id;
 	}
 	if ((p.dest_qp >> 12) != ctx->slot.slot) {
 		w->n->no_qp++;

@@ -130,6 +130,7 @@ struct uro_wire_endpoint {
 	struct uro_seg_counters *n;	/* in the segment: `uroce stat` reads them */
 	struct uro_icrc_id_cache ids;	/* received packets' IPv4 IDs, under rx_lock */
 	int gso_off; /* the kernel refused UDP GSO here: one datagram a packet (wire_burst.c) */
+	uint32_t gsi_psn; /* QP 1's next PSN, for the answers gsi.c sends itself */
 };
 
 /* A send WQE on the wire: transmitted, then kept until acknowledged. */
@@ -268,6 +269,11 @@ void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct uro_wire_dest
 /* Puts a finished packet (transport bytes and ICRC) on the socket. */
 int uro_wire_transmit(struct uro_wire_endpoint *w, const struct uro_wire_dest *to,
 		      const uint8_t *data, size_t len);
+
+/* gsi.c: a packet to QP 1, its addresses those of the packet (src the
+ * peer's, sport its UDP source port). */
+void uro_wire_gsi_take(struct uro_wire_endpoint *w, const struct uro_roce_packet *p,
+		       const union ibv_gid *src, const union ibv_gid *dst, uint16_t sport);
 
 /* fault_inject.c: UROCE_FAULTS on this endpoint's packets (faults.h). */
 /* 0 with *out set, or NULL for a spec scoped to another device than dev;
