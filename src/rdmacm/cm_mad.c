@@ -10,6 +10,7 @@
 
 #include "cm_mad.h"
 #include "limits.h"
+#include "own_address.h"
 
 /* A REQ, REP, DREQ or SIDR_REQ is sent this many times more before the
  * CM gives up (the Max CM Retries a REQ asks for: mad.c). */
@@ -33,12 +34,19 @@ static struct uro_cm_mad_conn *conns;
 static pid_t conns_pid; /* a forked child's ids are its own */
 static uint64_t next_tid;
 
-static struct uro_cm_mad_conn *find(uint32_t local_id)
+/* The list is this process's: a forked child starts without its
+ * parent's connections. */
+static void own_conns(void)
 {
 	if (conns_pid != getpid()) {
 		conns = NULL;
 		conns_pid = getpid();
 	}
+}
+
+static struct uro_cm_mad_conn *find(uint32_t local_id)
+{
+	own_conns();
 	for (struct uro_cm_mad_conn *c = conns; c; c = c->next)
 		if (c->local_id == local_id)
 			return c;
@@ -53,7 +61,7 @@ static struct uro_cm_mad_conn *conn_new(struct uro_cm_id *id)
 		free(c);
 		return NULL;
 	}
-	find(0); /* forgets a parent's */
+	own_conns();
 	c->id = id;
 	c->local_id = uro_mad_comm_id();
 	c->next = conns;
@@ -99,22 +107,7 @@ __attribute__((destructor)) static void goodbye_all(void)
 
 int uro_cm_peer_is_remote(const struct uro_cm_id *id)
 {
-	const struct sockaddr *dst = &id->id.route.addr.dst_addr;
-	struct sockaddr_storage a;
-	int fd, own;
-
-	if (uro_cm_is_loopback(dst))
-		return 0;
-	memcpy(&a, dst, sa_len(dst));
-	((struct sockaddr_in *)&a)->sin_port = 0;
-	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return 0;
-	/* As the wire's own rule (wire_qp.c): an address bind refuses with
-	 * EADDRNOTAVAIL is not this namespace's. */
-	own = bind(fd, (struct sockaddr *)&a, sa_len(dst)) == 0 || errno != EADDRNOTAVAIL;
-	close(fd);
-	return !own;
+	return !uro_gid_is_own(&id->path.dgid);
 }
 
 static uint64_t service_of(const struct uro_cm_id *id, const struct sockaddr *listening)
@@ -219,7 +212,7 @@ int uro_cm_tell(struct uro_cm_id *id, enum uro_cm_msg_type type, const struct ur
 		return id->sock >= 0 ? uro_cm_send(id->sock, type, peer, status, pdata, pdata_len)
 				     : -1;
 	if (opens_transaction(type))
-		c->tid = (uint64_t)uro_mad_agent_fd() << 32 | ++next_tid;
+		c->tid = (uint64_t)++next_tid << 32 | c->local_id; /* cm.c: cm_form_tid */
 	compose(id, type, peer, status, pdata, pdata_len, &m);
 	uro_cm_mad_build(&m, mad);
 	if (resent_until_answered(type)) {
@@ -401,8 +394,7 @@ static void on_message(struct uro_cm_mad_conn *c, const struct uro_cm_mad *m)
 		uro_cm_tell(id, MSG_RTU, NULL, 0, NULL, 0); /* our RTU was lost */
 		return;
 	}
-	if (m->type == MSG_DREQ && m->remote_qpn != id->qpn && id->id.qp &&
-	    m->remote_qpn != id->id.qp->qp_num)
+	if (m->type == MSG_DREQ && m->remote_qpn != id->qpn)
 		return; /* cm.c ignores a DREQ for another QP */
 	if (m->type == MSG_DREQ && !id->watch) {
 		uro_cm_tell(id, MSG_DREP, NULL, 0, NULL, 0); /* our DREP was lost */

@@ -353,27 +353,40 @@ static void pause_listener(struct watch *lw)
 	set_deadline(lw, ACCEPT_PAUSE_MS);
 }
 
-static void on_listener(struct watch *lw)
+/* One connection from a listening socket, watched for what it brings
+ * for a response timeout; NULL when none waits (with the fd table full,
+ * the listener pauses). */
+static struct watch *accept_one(struct watch *lw, int flags, struct uro_cm_id *listener,
+				enum mad_watch mad)
 {
-	int s = accept4(lw->sock, NULL, NULL, SOCK_CLOEXEC);
+	int s = accept4(lw->sock, NULL, NULL, SOCK_CLOEXEC | flags);
 	struct watch *w;
-	int one = 1;
 
 	if (s < 0) {
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
 			pause_listener(lw);
-		return;
+		return NULL;
 	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		close(s);
-		return;
+		return NULL;
 	}
-	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	w->sock = s;
-	w->listener = lw->id;
+	w->mad = mad;
+	w->listener = listener;
 	arm(w);
-	set_deadline(w, URO_CM_RESPONSE_MS); /* for its REQ */
+	set_deadline(w, URO_CM_RESPONSE_MS);
+	return w;
+}
+
+static void on_listener(struct watch *lw)
+{
+	struct watch *w = accept_one(lw, 0, lw->id, NOT_MAD); /* for its REQ */
+	int one = 1;
+
+	if (w)
+		setsockopt(w->sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 /* A deadline passed: what the watch waited for did not come. */
@@ -424,27 +437,9 @@ static int expire(void)
  * read when its MAD is there, or closed after a response timeout. */
 static void on_mad_listener(struct watch *lw)
 {
-	for (int i = 0; i < 64; i++) {
-		int s = accept4(lw->sock, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		struct watch *w;
-
-		if (s < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM)
-				pause_listener(lw);
+	for (int i = 0; i < 64; i++)
+		if (!accept_one(lw, SOCK_NONBLOCK, lw->listener, MAD_ONE))
 			return;
-		}
-		w = calloc(1, sizeof(*w));
-		if (!w) {
-			close(s);
-			return;
-		}
-		w->sock = s;
-		w->mad = MAD_ONE;
-		w->listener = lw->listener;
-		arm(w);
-		set_deadline(w, URO_CM_RESPONSE_MS);
-	}
 }
 
 static void on_readable(struct watch *w)

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "objects.h"
+#include "own_address.h"
 #include "wire.h"
 
 /* Which indexes hold GIDs, for a message: the table is filled from 0. */
@@ -93,7 +94,7 @@ URO_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	/* Decided once here, not per datagram (wire_qp.c). */
 	ah->wire = attr->is_global && !uro_gid_is_multicast(&attr->grh.dgid) &&
 		   uro_wire_gid_is_remote(ctx, &attr->grh.dgid);
-	ah->own = attr->is_global && uro_wire_gid_is_own(&attr->grh.dgid);
+	ah->own = attr->is_global && uro_gid_is_own(&attr->grh.dgid);
 	ah->pd = to_upd(pd);
 	ah->ibah.context = pd->context;
 	ah->ibah.pd = pd;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../pcap_frames.h"
 #include "mad.h"
 #include "mad_route.h"
 
@@ -67,32 +68,20 @@ static void check_mad(const char *name, const uint8_t *mad)
 		CHECK_EQ(m.sid >> 16, RDMA_PS_UDP);
 }
 
+/* IPv4, UDP to 4791, BTH destination QP 1, a whole MAD. */
+static void take_frame(const uint8_t *frame, size_t len, void *name)
+{
+	if (len >= MAD_AT + URO_MAD_LEN && frame[12] == 0x08 && frame[23] == 17 &&
+	    frame[36] == 0x12 && frame[37] == 0xb7 && !frame[47] && !frame[48] && frame[49] == 1)
+		check_mad(name, frame + MAD_AT);
+}
+
 static void read_capture(const char *dir, const char *name)
 {
 	char path[512];
-	uint8_t hdr[24], rec[16], frame[2048];
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "rb");
-	CHECK(f != NULL);
-	if (!f)
-		return;
-	CHECK(fread(hdr, 1, 24, f) == 24 && hdr[20] == 1); /* Ethernet */
-	while (fread(rec, 1, 16, f) == 16) {
-		uint32_t caplen = (uint32_t)rec[8] | (uint32_t)rec[9] << 8;
-
-		if (caplen > sizeof(frame) || fread(frame, 1, caplen, f) != caplen) {
-			CHECK(0);
-			break;
-		}
-		/* IPv4, UDP to 4791, BTH destination QP 1, a whole MAD. */
-		if (caplen >= MAD_AT + URO_MAD_LEN && frame[12] == 0x08 && frame[23] == 17 &&
-		    frame[36] == 0x12 && frame[37] == 0xb7 && !frame[47] && !frame[48] &&
-		    frame[49] == 1)
-			check_mad(name, frame + MAD_AT);
-	}
-	fclose(f);
+	CHECK_EQ(pcap_frames(path, take_frame, (void *)name), 0);
 }
 
 /* The answer to a REQ nobody listens for is the kernel's own (its fields:

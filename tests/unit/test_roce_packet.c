@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../pcap_frames.h"
 #include "icrc.h"
 #include "packet.h"
 #include "wire_gso.h"
@@ -242,35 +243,22 @@ static void check_packet(const uint8_t *ip, size_t len)
 	check_mutations(ip, len);
 }
 
+static void take_frame(const uint8_t *frame, size_t len, void *arg)
+{
+	size_t ip_len;
+	const uint8_t *ip = roce_datagram(frame, len, &ip_len);
+
+	(void)arg;
+	if (ip)
+		check_packet(ip, ip_len);
+}
+
 static void read_capture(const char *dir, const char *name)
 {
 	char path[512];
-	uint8_t hdr[24], rec[16];
-	static uint8_t frame[65536];
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "rb");
-	CHECK(f != NULL);
-	if (!f)
-		return;
-	/* pcap, microsecond, little-endian, Ethernet (link type 1). */
-	CHECK(fread(hdr, 1, 24, f) == 24 && hdr[0] == 0xd4 && hdr[20] == 1);
-	while (fread(rec, 1, 16, f) == 16) {
-		uint32_t caplen = (uint32_t)rec[8] | (uint32_t)rec[9] << 8 |
-				  (uint32_t)rec[10] << 16 | (uint32_t)rec[11] << 24;
-		const uint8_t *ip;
-		size_t ip_len;
-
-		if (caplen > sizeof(frame) || fread(frame, 1, caplen, f) != caplen) {
-			CHECK(0);
-			break;
-		}
-		ip = roce_datagram(frame, caplen, &ip_len);
-		if (ip)
-			check_packet(ip, ip_len);
-	}
-	fclose(f);
+	CHECK_EQ(pcap_frames(path, take_frame, NULL), 0);
 }
 
 /* Every opcode the captures hold (tshark -r FILE -T fields -e

@@ -209,8 +209,6 @@ struct uro_qp_wire {
  * memory. A GID of this network namespace stays local unless this process
  * takes the wire to all (uro_wire_forced); an IB link's stay local. */
 int uro_wire_gid_is_remote(const struct uro_context *ctx, const union ibv_gid *gid);
-/* Whether the GID is an IPv4 or IPv6 address of this network namespace. */
-int uro_wire_gid_is_own(const union ibv_gid *gid);
 /* Whether this process was told to take the wire path to every peer
  * (UROCE_TRANSPORT=roce, UROCE_FAULTS, UROCE_PCAP). */
 int uro_wire_told(void);
