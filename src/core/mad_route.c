@@ -28,9 +28,7 @@ socklen_t uro_mad_service_name(const char *dir, uint64_t sid, const uint8_t *gid
 	char what[64];
 	int n = snprintf(what, sizeof(what), "cm-sid-%016llx-", (unsigned long long)sid);
 
-	if (!gid)
-		snprintf(what + n, sizeof(what) - (size_t)n, "any");
-	for (int i = 0; gid && i < 16; i++)
+	for (int i = 0; i < 16; i++)
 		n += snprintf(what + n, sizeof(what) - (size_t)n, "%02x", gid[i]);
 	return uro_registry_name(dir, what, a);
 }
@@ -60,11 +58,23 @@ static int request_gid(const uint8_t *hdr, uint8_t gid[16])
 	return 0;
 }
 
+/* The wildcard address of gid's family as a GID, which a listener on any
+ * address of that family names its service with: ::ffff:0.0.0.0 for
+ * IPv4, :: for IPv6. */
+static void wildcard_of(const uint8_t gid[16], uint8_t any[16])
+{
+	static const uint8_t v4_mapped[12] = {[10] = 0xff, [11] = 0xff};
+
+	memset(any, 0, 16);
+	if (!memcmp(gid, v4_mapped, sizeof(v4_mapped)))
+		memcpy(any, v4_mapped, sizeof(v4_mapped));
+}
+
 unsigned uro_mad_route(const char *dir, const uint8_t *mad, struct sockaddr_un a[2],
 		       socklen_t len[2])
 {
 	unsigned attr = uro_mad_attr(mad);
-	uint8_t gid[16];
+	uint8_t gid[16], any[16];
 	uint32_t id;
 
 	if (!uro_mad_is_cm(mad))
@@ -74,8 +84,9 @@ unsigned uro_mad_route(const char *dir, const uint8_t *mad, struct sockaddr_un a
 
 		if (request_gid(mad + (attr == CM_ATTR_REQ ? REQ_CMA_HDR : SIDR_REQ_CMA_HDR), gid))
 			return 0;
+		wildcard_of(gid, any);
 		len[0] = uro_mad_service_name(dir, sid, gid, &a[0]);
-		len[1] = uro_mad_service_name(dir, sid, NULL, &a[1]);
+		len[1] = uro_mad_service_name(dir, sid, any, &a[1]);
 		return len[0] && len[1] ? 2 : 0;
 	}
 	if (attr == CM_ATTR_SIDR_REP)

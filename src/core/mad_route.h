@@ -62,7 +62,9 @@ static inline unsigned uro_cm_agent_of(uint32_t comm_id)
 /* The abstract name of agent number agent (1..65535). Its length, or 0. */
 socklen_t uro_mad_agent_name(const char *dir, unsigned agent, struct sockaddr_un *a);
 /* The abstract name a listener of service sid holds for requests to the
- * address gid (16 bytes), or to any address when gid is NULL. */
+ * address gid (16 bytes); a listener on any address of a family names its
+ * family's wildcard (::ffff:0.0.0.0, ::), as its TCP socket binds it, so
+ * that 0.0.0.0 and :: with AFONLY listen side by side. */
 socklen_t uro_mad_service_name(const char *dir, uint64_t sid, const uint8_t *gid,
 			       struct sockaddr_un *a);
 /* 1 when mad is a CM message of the class version the kernel speaks
@@ -75,7 +77,7 @@ static inline unsigned uro_mad_attr(const uint8_t *mad)
 	return (unsigned)mad[16] << 8 | mad[17];
 }
 /* The agent names a MAD is for, most specific first: a request's
- * listener's on its address, then on any address; another message's
+ * listener's on its address, then on any address of its family; another message's
  * agent. Returns how many it filled (0: none can take it). */
 unsigned uro_mad_route(const char *dir, const uint8_t *mad, struct sockaddr_un a[2],
 		       socklen_t len[2]);

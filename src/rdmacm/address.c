@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cm.h"
+#include "cm_mad.h"
 #include "log.h"
 
 static int is_wildcard(const struct sockaddr *sa)
@@ -71,7 +72,7 @@ URO_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct uro_cm_id *cm = to_cm(id);
 	struct ibv_context *verbs = NULL;
-	int any;
+	int any, rc;
 
 	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
 	    cm->state != CM_IDLE || cm->sock >= 0)
@@ -88,13 +89,28 @@ URO_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 				 ntohs(uro_cm_port_of(addr)), ntohs(uro_cm_port_of(addr)));
 		return -1;
 	}
+	uro_cm_set_device(id, verbs);
+	id->port_num = verbs ? 1 : 0;
 	/* Ready to take connections from now on: a request that arrives
 	 * before rdma_listen waits in the kernel's queue until the CM thread
 	 * takes it, instead of being refused (qperf publishes its port between
-	 * the two calls). A connect on this id dials from a fresh socket. */
+	 * the two calls). From other hosts too, and before the TCP port
+	 * listens, which whoever watches the host takes for "ready". A
+	 * connect on this id dials from a fresh socket. */
+	uro_cm_lock();
+	rc = uro_cm_mad_bind(cm);
+	if (rc)
+		uro_cm_mad_unlisten(cm);
+	uro_cm_unlock();
+	if (rc) {
+		close(cm->sock);
+		cm->sock = -1;
+		uro_cm_set_device(id, NULL);
+		id->port_num = 0;
+		memset(&id->route.addr.src_storage, 0, sizeof(id->route.addr.src_storage));
+		return uro_cm_err(rc);
+	}
 	listen(cm->sock, URO_CM_BACKLOG);
-	uro_cm_set_device(id, verbs);
-	id->port_num = verbs ? 1 : 0;
 	return 0;
 }
 

@@ -82,7 +82,8 @@ struct uro_cm_id {
 	void *watch;			  /* the CM thread's entry for sock */
 	struct uro_cm_mcast *mcasts;	  /* groups joined (multicast.c) */
 	struct uro_cm_mad_conn *mad;	  /* its CM speaks MADs (cm_mad.h), or NULL */
-	void *svc_watch[2];		  /* a listener's names for MAD requests */
+	int svc_fd[2];			  /* a bound id's names for MAD requests */
+	void *svc_watch[2];		  /* ... and the CM thread's entries once it listens */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };

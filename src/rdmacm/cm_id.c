@@ -27,7 +27,7 @@ struct uro_cm_id *uro_cm_id_new(struct rdma_event_channel *ch, void *context,
 	id->id.context = context;
 	id->id.ps = ps;
 	id->id.qp_type = qpt;
-	id->sock = -1;
+	id->sock = id->svc_fd[0] = id->svc_fd[1] = -1;
 	id->afonly = id->ack_timeout = -1;
 	id->psn = (uint32_t)random() & 0xffffff;
 	pthread_mutex_init(&id->lock, NULL);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cm_mad.h"
+#include "device_model.h"
 #include "limits.h"
 #include "own_address.h"
 
@@ -268,47 +269,81 @@ static int listen_on(struct ibv_context *ctx)
 	       !(g.global.subnet_prefix == 0 && g.global.interface_id == htobe64(1));
 }
 
-int uro_cm_mad_listen(struct uro_cm_id *l)
+/* Whether other hosts reach the bound id: through its device, or for an
+ * id bound to any address through any device off lo, whose QP 1 this
+ * process can then answer from. -1: such a device whose QP 1 would not
+ * open. */
+static int heard_from_other_hosts(struct uro_cm_id *l)
+{
+	struct ibv_context **list;
+	int n = 0;
+
+	if (l->id.verbs)
+		return !listen_on(l->id.verbs) ? 0 : uro_mad_port_open(l->id.verbs) ? -1 : 1;
+	list = rdma_get_devices(NULL);
+	for (int i = 0; list && list[i]; i++)
+		if (listen_on(list[i]) && !uro_mad_port_open(list[i]))
+			n++;
+	rdma_free_devices(list);
+	return n > 0;
+}
+
+/* An IPv6 socket that takes IPv4 too (IPV6_V6ONLY off: the id's AFONLY,
+ * or the system's default). */
+static int takes_ipv4_too(int sock)
+{
+	int v6only = 1;
+	socklen_t len = sizeof(v6only);
+
+	return !getsockopt(sock, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) && !v6only;
+}
+
+int uro_cm_mad_bind(struct uro_cm_id *l)
 {
 	const struct sockaddr *a = &l->id.route.addr.src_addr;
 	uint64_t sid = service_of(l, a);
+	struct in_addr any4 = {0};
 	union ibv_gid gid;
-	int any = !l->id.verbs, n = 0, fd;
+	int heard;
 
 	if (uro_cm_is_loopback(a))
 		return 0; /* no other host reaches it */
-	if (any) {
-		struct ibv_context **list = rdma_get_devices(NULL);
-
-		for (int i = 0; list && list[i]; i++)
-			if (listen_on(list[i]) && !uro_mad_port_open(list[i]))
-				n++;
-		rdma_free_devices(list);
-		if (!n)
-			return 0;
-	} else {
-		if (!listen_on(l->id.verbs))
-			return 0;
-		if (uro_mad_port_open(l->id.verbs))
-			return ENOMEM;
-		uro_cm_addr_gid(a, &gid);
-	}
-	fd = uro_mad_service_fd(sid, any ? NULL : &gid);
-	if (fd < 0)
+	heard = heard_from_other_hosts(l);
+	if (heard <= 0)
+		return heard ? ENOMEM : 0;
+	uro_cm_addr_gid(a, &gid);
+	l->svc_fd[0] = uro_mad_service_fd(sid, &gid);
+	if (l->svc_fd[0] < 0)
 		return errno;
-	l->svc_watch[0] = uro_cm_watch_fd(fd, l);
-	if (!l->svc_watch[0]) {
-		close(fd);
-		return ENOMEM;
+	if (l->id.verbs || a->sa_family != AF_INET6 || !takes_ipv4_too(l->sock))
+		return 0;
+	uro_gid_from_ip(&gid, AF_INET, &any4);
+	l->svc_fd[1] = uro_mad_service_fd(sid, &gid);
+	return l->svc_fd[1] < 0 ? errno : 0;
+}
+
+int uro_cm_mad_listen(struct uro_cm_id *l)
+{
+	for (int i = 0; i < 2; i++) {
+		if (l->svc_fd[i] < 0 || l->svc_watch[i])
+			continue;
+		l->svc_watch[i] = uro_cm_watch_fd(l->svc_fd[i], l);
+		if (!l->svc_watch[i])
+			return ENOMEM;
 	}
 	return 0;
 }
 
 void uro_cm_mad_unlisten(struct uro_cm_id *l)
 {
-	if (l->svc_watch[0])
-		uro_cm_unwatch_fd(l->svc_watch[0]);
-	l->svc_watch[0] = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (l->svc_watch[i])
+			uro_cm_unwatch_fd(l->svc_watch[i]); /* and closes the fd */
+		else if (l->svc_fd[i] >= 0)
+			close(l->svc_fd[i]);
+		l->svc_watch[i] = NULL;
+		l->svc_fd[i] = -1;
+	}
 }
 
 static void gid_to_sockaddr(const union ibv_gid *g, int ipv, uint16_t port,

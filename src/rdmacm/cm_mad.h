@@ -30,9 +30,18 @@ int uro_cm_peer_is_remote(const struct uro_cm_id *id);
 /* rdma_connect over MADs: REQ or SIDR_REQ. 0 or an errno. */
 int uro_cm_mad_connect(struct uro_cm_id *id, const struct uro_cm_peer *me, const void *pdata,
 		       uint8_t pdata_len);
-/* rdma_listen: a listener on an address of a link off lo also takes
- * requests from other hosts. 0 or an errno. */
+/* rdma_bind_addr: an id bound to an address of a link off lo (or to any
+ * address) holds its service's names from then on, as its TCP socket
+ * listens from then on (address.c): a request from another host that
+ * comes before rdma_listen waits in the name's queue instead of meeting
+ * "invalid service ID". 0 or an errno. */
+int uro_cm_mad_bind(struct uro_cm_id *l);
+/* rdma_listen: the CM thread takes the requests the names bring. 0 or an
+ * errno. */
 int uro_cm_mad_listen(struct uro_cm_id *l);
+/* The names go (rdma_connect on a bound id, rdma_destroy_id); requests
+ * still queued in them are dropped, and their senders' retries find the
+ * host's "invalid service ID". */
 void uro_cm_mad_unlisten(struct uro_cm_id *l);
 /* The id is destroyed: a connection still up gets its DREQ. */
 void uro_cm_mad_goodbye(struct uro_cm_id *id);

@@ -96,8 +96,6 @@ URO_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		rc = ENOMEM;
 	if (!rc)
 		cm->state = CM_LISTEN;
-	else
-		uro_cm_mad_unlisten(cm);
 	uro_cm_unlock();
 	return rc ? uro_cm_err(rc) : 0;
 }
@@ -157,6 +155,7 @@ URO_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param
 		cm->qpn = param->qp_num; /* the program's own QP */
 	my_side(cm, &me);
 	uro_cm_lock();
+	uro_cm_mad_unlisten(cm);	 /* a bound id that connects serves nobody */
 	if (uro_cm_peer_is_remote(cm)) { /* another host: the IB CM's MADs */
 		rc = uro_cm_mad_connect(cm, &me, param ? param->private_data : NULL,
 					param ? param->private_data_len : 0);

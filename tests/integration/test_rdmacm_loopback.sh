@@ -23,6 +23,14 @@ PAIR_STATUS=rping_status run_pair "rping to the link's address, server bound to 
 	"rping -c -a 198.18.7.1 -p $port -V -C 20"
 PAIR_STATUS=rping_status run_pair "rping over ::1, no link on lo" $((port += 1)) \
 	"rping -s -a ::1 -p $port -V -C 20" "rping -c -a ::1 -p $port -V -C 20"
+# A listener is ready for other hosts (its service name bound for the
+# CM's REQs on QP 1) before its TCP port, which wait_listen watches,
+# listens: bound to the link's address, to any address, and to 0.0.0.0
+# and :: (AFONLY) side by side on one port, as their TCP sockets may.
+for a in 198.18.7.1 0.0.0.0 "0.0.0.0 ::"; do
+	out=$(timeout $T ip netns exec $ns "$UROCE" run "$LISTEN_READY" $((port += 1)) $a 2>&1)
+	expect_status 0 $? "listen_ready $a: $out"
+done
 # An address of a netdev without a uroce link is still no device's.
 out=$(pair_client rping -s -a 198.18.7.2 -p $((port += 1)) -C 1 2>&1)
 expect_match "$out" 'rdma_bind_addr: No such device' "rping -s on a netdev without a link"

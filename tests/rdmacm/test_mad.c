@@ -46,9 +46,19 @@ static void check_mad(const char *name, const uint8_t *mad)
 	/* Requests route by service and address, the rest by the comm ID
 	 * that is the receiver's. */
 	if (m.type == MSG_REQ || m.type == MSG_SIDR_REQ) {
+		static const uint8_t any4[16] = {[10] = 0xff, [11] = 0xff};
+		struct sockaddr_un want;
+		socklen_t want_len;
+
 		CHECK_EQ(uro_mad_route(NULL, mad, a, len), 2);
 		CHECK_EQ(m.cma.ip_version, 4);
 		CHECK(!memcmp(m.cma.dst.raw + 12, "\xc6\x12\x00\x02", 4)); /* 198.18.0.2 */
+		/* The listener on 198.18.0.2, then the one on 0.0.0.0 (not ::'s
+		 * with AFONLY, which may listen beside it on the same port). */
+		want_len = uro_mad_service_name(NULL, m.sid, m.cma.dst.raw, &want);
+		CHECK(len[0] == want_len && !memcmp(&a[0], &want, want_len));
+		want_len = uro_mad_service_name(NULL, m.sid, any4, &want);
+		CHECK(len[1] == want_len && !memcmp(&a[1], &want, want_len));
 	}
 	if (m.type == MSG_REQ && !have_req) {
 		memcpy(first_req, mad, URO_MAD_LEN);
