@@ -35,6 +35,20 @@ static void init_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 	}
 }
 
+/* The READs and atomics a side answers at once and may have out: the
+ * passive side's are its rdma_accept's; the active side's the REP's, the
+ * other way round (the REP's initiator depth is what its sender sends at
+ * once: Linux's cm_rep_handler). */
+static uint8_t reads_in(const struct uro_cm_id *cm)
+{
+	return cm->listener ? cm->param.responder_resources : cm->peer.initiator_depth;
+}
+
+static uint8_t reads_out(const struct uro_cm_id *cm)
+{
+	return cm->listener ? cm->param.initiator_depth : cm->peer.responder_resources;
+}
+
 static int rtr_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 {
 	struct rdma_cm_id *id = &cm->id;
@@ -53,7 +67,7 @@ static int rtr_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 	 * (IBTA 12.7.22 and 12.7.30; Linux's cm_rep_handler takes a REP's as
 	 * its sq_psn): ours is our rq_psn. */
 	a->rq_psn = cm->psn;
-	a->max_dest_rd_atomic = cm->param.responder_resources ? cm->param.responder_resources : 1;
+	a->max_dest_rd_atomic = reads_in(cm) ? reads_in(cm) : 1;
 	a->min_rnr_timer = 12;
 	a->ah_attr.port_num = id->port_num;
 	a->ah_attr.dlid = cm->peer.lid;
@@ -88,7 +102,7 @@ static void rts_attr(struct uro_cm_id *cm, struct ibv_qp_attr *a, int *mask)
 	retry = cm->listener ? cm->peer.retry_count : cm->param.retry_count;
 	a->retry_cnt = retry ? retry : 7;
 	a->rnr_retry = cm->peer.rnr_retry;
-	a->max_rd_atomic = cm->param.initiator_depth ? cm->param.initiator_depth : 1;
+	a->max_rd_atomic = reads_out(cm) ? reads_out(cm) : 1;
 	*mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 }
 

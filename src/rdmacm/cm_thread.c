@@ -134,8 +134,11 @@ static void conn_param(struct uro_cm_event *e, const struct uro_cm_msg *m)
 {
 	struct rdma_conn_param *c = &e->ev.param.conn;
 
-	c->responder_resources = m->peer.responder_resources;
-	c->initiator_depth = m->peer.initiator_depth;
+	/* As this side counts them: the peer's initiator depth is the reads
+	 * this side answers at once (Linux's cm_format_req_event and
+	 * cm_format_rep_event). */
+	c->responder_resources = m->peer.initiator_depth;
+	c->initiator_depth = m->peer.responder_resources;
 	c->retry_count = m->peer.retry_count;
 	c->rnr_retry_count = m->peer.rnr_retry;
 	c->srq = m->peer.srq;

@@ -29,23 +29,34 @@ static void my_side(struct uro_cm_id *cm, struct uro_cm_peer *me)
 }
 
 /* A depth the program asked for: RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH
- * (0xff) ask for the device's maximum; more than that is EINVAL. */
-static int depth(uint8_t *want, int max)
+ * (0xff) ask for what the peer's REQ asked for (rdma_accept) or for the
+ * device's maximum (rdma_connect), no more than the maximum; more than the
+ * maximum is EINVAL. */
+static int depth(uint8_t *want, int max, uint8_t asked)
 {
-	if (*want == 0xff && max < 0xff)
-		*want = (uint8_t)max;
+	if (*want == 0xff)
+		*want = (uint8_t)(asked < max ? asked : max);
 	return *want > max ? EINVAL : 0;
 }
 
 /* The program's connection parameters as the CM uses them
- * (rdma_connect(3), rdma_accept(3)). The retry counts are 3-bit fields on
- * the wire (IBTA 12.6.5): larger ones are clamped to 7, as the kernel CM
- * clamps them. Returns 0 or an errno. */
-static int take_param(struct uro_cm_id *cm, const struct rdma_conn_param *param)
+ * (rdma_connect(3), rdma_accept(3)); req is the REQ an accept answers.
+ * Without parameters, librdmacm asks for the most of each depth and 7
+ * retries of each kind (rdma-core's cma.c: rdma_connect, rdma_accept,
+ * ucma_copy_conn_param_to_kern): an rping server that accepts with NULL
+ * offers the READs its client's REQ asked for. The retry counts are 3-bit
+ * fields on the wire (IBTA 12.6.5): larger ones are clamped to 7, as the
+ * kernel CM clamps them. Returns 0 or an errno. */
+static int take_param(struct uro_cm_id *cm, const struct rdma_conn_param *param,
+		      const struct uro_cm_peer *req)
 {
+	static const struct rdma_conn_param none = {.responder_resources = RDMA_MAX_RESP_RES,
+						    .initiator_depth = RDMA_MAX_INIT_DEPTH,
+						    .retry_count = 7,
+						    .rnr_retry_count = 7};
 	struct ibv_device_attr d;
 
-	cm->param = *param;
+	cm->param = param ? *param : none;
 	if (cm->param.retry_count > 7)
 		cm->param.retry_count = 7;
 	if (cm->param.rnr_retry_count > 7)
@@ -54,18 +65,15 @@ static int take_param(struct uro_cm_id *cm, const struct rdma_conn_param *param)
 		return 0;
 	if (!cm->id.verbs || ibv_query_device(cm->id.verbs, &d))
 		return ENODEV;
-	if (depth(&cm->param.responder_resources, d.max_qp_rd_atom) ||
-	    depth(&cm->param.initiator_depth, d.max_qp_init_rd_atom))
+	/* The REQ's initiator depth is the reads this side answers at once,
+	 * its responder resources the reads it may have out (cm.c's
+	 * cm_format_req_event). */
+	if (depth(&cm->param.responder_resources, d.max_qp_rd_atom,
+		  req ? req->initiator_depth : 0xff) ||
+	    depth(&cm->param.initiator_depth, d.max_qp_init_rd_atom,
+		  req ? req->responder_resources : 0xff))
 		return EINVAL;
 	return 0;
-}
-
-/* Without parameters, librdmacm asks for 7 retries of each kind
- * (rdma-core's cma.c, ucma_copy_conn_param_to_kern). */
-static void no_param(struct uro_cm_id *cm)
-{
-	cm->param.retry_count = 7;
-	cm->param.rnr_retry_count = 7;
 }
 
 /* The CM connection is done with: stop reading it and close it (called
@@ -147,10 +155,8 @@ URO_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param
 	if (cm->state != CM_ROUTE_RESOLVED || (param && param->private_data_len > limit) ||
 	    (!ud && !id->qp && !param))
 		return uro_cm_err(EINVAL);
-	if (param && (rc = take_param(cm, param)))
+	if ((rc = take_param(cm, param, NULL)))
 		return uro_cm_err(rc);
-	if (!param)
-		no_param(cm);
 	if (!id->qp && param)
 		cm->qpn = param->qp_num; /* the program's own QP */
 	my_side(cm, &me);
@@ -199,10 +205,8 @@ URO_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	if (cm->state != CM_REQ_RCVD || (param && param->private_data_len > limit) ||
 	    (!id->qp && !param))
 		return uro_cm_err(EINVAL);
-	if (param && (rc = take_param(cm, param)))
+	if ((rc = take_param(cm, param, &cm->peer)))
 		return uro_cm_err(rc);
-	if (!param)
-		no_param(cm);
 	if (!id->qp && param)
 		cm->qpn = param->qp_num; /* the program's own QP */
 	if (!ud && id->qp && uro_cm_qp_to_rtr_rts(cm))

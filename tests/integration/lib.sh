@@ -35,12 +35,12 @@ pair_server() { timeout $T "$UROCE" run "$@"; }
 pair_client() { timeout $T "$UROCE" run "$@"; }
 server_ss() { ss "$@"; }
 
-# Waits (bounded) until a server listens on TCP port $1 (with "udp" as
-# $2: has bound UDP port $1).
+# Waits (bounded: LISTEN_WAIT times 50 ms, 5 s unless set) until a server
+# listens on TCP port $1 (with "udp" as $2: has bound UDP port $1).
 wait_listen() {
 	local what=-ltn
 	[ "${2:-}" = udp ] && what=-lun
-	for _ in $(seq 100); do
+	for _ in $(seq ${LISTEN_WAIT:-100}); do
 		server_ss $what 2>/dev/null | grep -q ":$1 " && return 0
 		sleep 0.05
 	done

@@ -586,6 +586,42 @@ static void test_connection_options(struct rdma_event_channel *ch)
 	CHECK_EQ(finish_server(pid, 5000), 0);
 }
 
+/* A server that accepts with NULL offers what the REQ asked for, and each
+ * side counts the other's depths its own way round (rdma-core's cma.c,
+ * rdma_accept; Linux's cm_rep_handler): the client asks to answer 3 READs
+ * at once and to send 2, and its QP then sends 2 and answers 3, its
+ * ESTABLISHED event saying so. A kernel client of an rping server (which
+ * accepts with NULL) got 0 and refused the server's READs. */
+static void test_accept_without_param(struct rdma_event_channel *ch)
+{
+	pid_t pid = start_server(SERVE_ACCEPT, 1);
+	struct rdma_conn_param cp = {
+	    .responder_resources = 3, .initiator_depth = 2, .retry_count = 7, .rnr_retry_count = 7};
+	struct rdma_cm_event *ev;
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+	struct rdma_cm_id *id = NULL;
+
+	CHECK_EQ(client_prepare(ch, &id), 0);
+	CHECK_EQ(rdma_connect(id, &cp), 0);
+	ev = next_event(ch, 5000);
+	CHECK(ev && ev->event == RDMA_CM_EVENT_ESTABLISHED);
+	if (ev) {
+		CHECK_EQ(ev->param.conn.responder_resources, 3);
+		CHECK_EQ(ev->param.conn.initiator_depth, 2);
+		rdma_ack_cm_event(ev);
+	}
+	CHECK_EQ(
+	    ibv_query_qp(id->qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &qi), 0);
+	CHECK_EQ(qa.max_rd_atomic, 2);
+	CHECK_EQ(qa.max_dest_rd_atomic, 3);
+	rdma_disconnect(id);
+	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	CHECK_EQ(finish_server(pid, 5000), 0);
+}
+
 /* An IPv6 id with RDMA_OPTION_ID_AFONLY shares its port with an IPv4 id on
  * 0.0.0.0 (an iSER target binds both); without it, :: takes IPv4 too and
  * the second bind finds the port taken. */
@@ -923,6 +959,7 @@ int main(void)
 	RUN(test_listener_killed(ch), 30);
 	RUN(test_peer_killed(ch), 30);
 	RUN(test_connection_options(ch), 30);
+	RUN(test_accept_without_param(ch), 30);
 	RUN(test_afonly(), 10);
 	RUN(test_getaddrinfo_hints(), 10);
 	RUN(test_default_pd(ch), 10);

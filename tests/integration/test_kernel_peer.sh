@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# uroce and a Linux kernel's RDMA stack on two hosts: Debian's own kernel
+# in a QEMU guest (tests/kernel_peer/) with Soft-RoCE (rdma_rxe) and the
+# kernel's rdma_cm, uroce on the host end of its tap. Unmodified programs
+# on both sides, each side serving in turn: the verbs data path (RC, UD),
+# the IB CM's MADs on QP 1 (rping, ucmatose, udaddy's SIDR, rdma_server,
+# perftest -R), and a REJ for a port nobody listens on. Needs root (CI runs
+# as root); skipped otherwise.
+. "$(dirname "$0")/lib.sh" 120
+. "$(dirname "$0")/../kernel_peer/peer.sh"
+need_netns
+
+ns=ukp$$ net=198.18.$((100 + $$ % 150))
+trap 'peer_stop; ip netns del $ns 2>/dev/null; rm -rf "$PAIR_DIR"; rm -f "$UROCE_CONFIG"' EXIT
+ip netns add $ns && ip -n $ns link set lo up || {
+	echo "FAIL: cannot make namespace $ns"
+	exit 1
+}
+if ! peer_boot $ns $net; then
+	bad "the kernel peer did not boot"
+	finish
+fi
+echo "link roce1 netdev kp0" >"$UROCE_CONFIG"
+# The guest's rxe0: GID 1 is its IPv4 address (rxe orders them so);
+# uroce's roce1: GID 0.
+host() { ip netns exec $ns timeout $T "$UROCE" run "$@"; }
+server_ss() { ip netns exec $ns ss "$@"; }
+seq_=0
+guest() { # CMD...: in the guest, its output on stdout, its status
+	local tag=g$((seq_ += 1)) rc
+	peer_start $tag "timeout $T $*"
+	rc=$(peer_wait $tag $((T + 10)))
+	cat "$PEER_SHARE/out.$tag" 2>/dev/null
+	return "$rc"
+}
+guest_serves() { # PORT CMD...: a guest server; "listening.sPORT.*" once it listens
+	local port=$1 tag=s$1.$BASHPID rc
+	shift
+	rm -f "$PEER_SHARE"/listening.s$port.* # a run again (run_pair) waits anew
+	peer_start $tag "serve $port timeout $T $*"
+	rc=$(peer_wait $tag $((T + 10)))
+	cat "$PEER_SHARE/out.$tag" 2>/dev/null
+	return "$rc"
+}
+
+# both WHAT "SERVER ARGS" "CLIENT ARGS" [REGEX]: a program between the two, the
+# kernel serving uroce (unless UROCE_SERVES_ONLY), then uroce serving the
+# kernel (run_pair, lib.sh); each client's output has a line REGEX matches.
+# In the arguments @P is the port, @S the server's address, @D the side's
+# device and @G its IPv4 GID index (rxe puts the IPv4 address at 1, uroce
+# at 0). With FIXED_PORT, the program's own port instead of a new one.
+port=$((20000 + $$ % 4000))
+args() { # ARGS SERVER_ADDR DEV GID
+	local a=${1//@P/$port}
+	a=${a//@S/$2}
+	a=${a//@D/$3}
+	echo "${a//@G/$4}"
+}
+both() {
+	local what=$1 srv=$2 cli=$3 says=${4:-}
+	port=${FIXED_PORT:-$((port + 1))}
+	pair_server() { guest_serves $port "$@"; }
+	pair_client() { host "$@"; }
+	# The guest's listeners as ss prints them, for wait_listen.
+	server_ss() { ls "$PEER_SHARE" | sed -n 's/^listening\.s\([0-9]*\)\..*/ :\1 /p'; }
+	[ -n "${UROCE_SERVES_ONLY:-}" ] ||
+		run_pair "$what: the kernel serves uroce" $port "$(args "$srv" $net.2 rxe0 1)" \
+			"$(args "$cli" $net.2 roce1 0)" && client_says "$what" "$says"
+	port=${FIXED_PORT:-$((port + 1))}
+	pair_server() { host "$@"; }
+	pair_client() { guest "$@"; }
+	server_ss() { ip netns exec $ns ss "$@"; }
+	run_pair "$what: uroce serves the kernel" $port "$(args "$srv" $net.1 roce1 0)" \
+		"$(args "$cli" $net.1 rxe0 1)" && client_says "$what" "$says"
+}
+client_says() { # WHAT REGEX: the client's output has a line REGEX matches
+	[ -z "$2" ] || expect_match "$(cat "$PAIR_DIR/cli")" "$2" "$1's client"
+}
+# A guest program starts from the host's root over 9p under TCG: its
+# server may take seconds to listen.
+LISTEN_WAIT=600
+
+# The verbs data path; the programs meet on TCP.
+both "ibv_rc_pingpong" "ibv_rc_pingpong -d @D -g @G -p @P -n 20" \
+	"ibv_rc_pingpong -d @D -g @G -p @P -n 20 @S" '20 iters in'
+both "ibv_ud_pingpong" "ibv_ud_pingpong -d @D -g @G -p @P -s 512 -n 20" \
+	"ibv_ud_pingpong -d @D -g @G -p @P -s 512 -n 20 @S" '20 iters in'
+# The IB CM on QP 1.
+PAIR_STATUS=rping_status both "rping" "rping -s -a @S -p @P -C 10 -v" \
+	"rping -c -a @S -p @P -C 10 -v" 'rdma-ping-9: '
+both "ucmatose" "ucmatose -p @P -c 2 -C 10" "ucmatose -s @S -p @P -c 2 -C 10" '^return status 0$'
+# udaddy's port is 7174 whatever -p says (its port space).
+FIXED_PORT=7174 both "udaddy (SIDR)" "udaddy -c 2" "udaddy -s @S -c 2" '^return status 0$'
+both "rdma_server/rdma_client" "rdma_server -p @P" "rdma_client -s @S -p @P" 'rdma_client: end 0'
+# perftest: its READ depth is the peer's (rxe offers 128), and with -R its
+# own handshake and its data connection go through the CM. A perftest -R
+# server only listens for the data connection after the handshake, and a
+# client that comes first is rejected (lib.sh, perftest_own_failure): a
+# server in the slow guest loses that race most of the time, so the
+# kernel serves perftest without -R.
+both "ib_read_lat" "ib_read_lat -F -d @D -x @G -p @P -n 100" \
+	"ib_read_lat -F -d @D -x @G -p @P -n 100 @S"
+UROCE_SERVES_ONLY=1 both "ib_send_bw -R" "ib_send_bw -R -F -d @D -x @G -p @P -n 100" \
+	"ib_send_bw -R -F -d @D -x @G -p @P -n 100 @S"
+UROCE_SERVES_ONLY=1 both "ib_read_lat -R" "ib_read_lat -R -F -d @D -x @G -p @P -n 100" \
+	"ib_read_lat -R -F -d @D -x @G -p @P -n 100 @S"
+
+# A REQ for a port nobody listens on: each host's CM rejects it (reason
+# 8, invalid service ID). On the uroce host, whichever uroce process holds
+# port 4791 answers for the host: here a server on another port.
+port=$((port + 1))
+out=$(host rping -c -a $net.2 -p $port -C 1 -v 2>&1)
+expect_match "$out" 'REJECTED' "uroce's rping to a port the kernel has no listener on"
+host rping -s -a $net.1 -p $port -C 1 -v >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen $port || bad "the uroce server for the REJ test never listened"
+out=$(guest rping -c -a $net.1 -p $((port + 1)) -C 1 -v 2>&1)
+expect_match "$out" 'REJECTED' "the kernel's rping to a port no uroce process listens on"
+stop_job $srv
+wait $srv 2>/dev/null
+finish
