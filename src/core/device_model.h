@@ -41,6 +41,7 @@ unsigned uro_mtu_bytes(enum ibv_mtu mtu);
 void uro_gid_from_ip(union ibv_gid *gid, int family, const void *addr);
 int uro_gid_is_ipv4_mapped(const union ibv_gid *gid);
 int uro_gid_is_multicast(const union ibv_gid *gid);
+#define URO_MCAST_QPN 0xffffffu /* IBTA 10.5.2.1: the multicast DestQP */
 
 /* Index of gid in the table, or -1. */
 int uro_gid_find(const struct uro_device_model *m, const union ibv_gid *gid);

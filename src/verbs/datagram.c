@@ -14,12 +14,11 @@
 #include "segment_ops.h"
 #include "wire.h"
 
-#define GRH_BYTES     40
-#define QKEY_USE_QP   0x80000000u /* IBTA 10.2.5: take the Q_Key from the QP */
-#define NEXT_HDR_IBA  0x1b
-#define NEXT_HDR_UDP  17
-#define ROCE_HDRS     (8 + 12 + 8 + 4) /* UDP, BTH, DETH, ICRC */
-#define URO_MCAST_QPN 0xffffffu	       /* IBTA 10.5.2.1: the multicast DestQP */
+#define GRH_BYTES    40
+#define QKEY_USE_QP  0x80000000u /* IBTA 10.2.5: take the Q_Key from the QP */
+#define NEXT_HDR_IBA 0x1b
+#define NEXT_HDR_UDP 17
+#define ROCE_HDRS    (8 + 12 + 8 + 4) /* UDP, BTH, DETH, ICRC */
 
 static struct uro_ah *to_uah(struct ibv_ah *ah)
 {
@@ -238,8 +237,9 @@ static void deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv
  * multicast DGID) reaches every QP attached to the group in every process
  * on this device (this link of this configuration, not another link of its
  * name), the sender's own QP too, as without
- * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB. Without a multicast DGID it is
- * dropped, as a NIC's responder drops it. */
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, and the members on other hosts
+ * (wire_mcast.c). Without a multicast DGID it is dropped, as a NIC's
+ * responder drops it. */
 static void multicast(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		      const struct iovec *liov, int nl, uint64_t len)
 {
@@ -271,6 +271,10 @@ static void multicast(struct uro_context *ctx, struct uro_qp *qp, const struct i
 				deliver(ctx, qp, wr, liov, nl, len, p, t);
 		}
 	}
+	/* And once on the wire to the group's members on other hosts: lost
+	 * there as any datagram may be, never failing the send. */
+	if (uro_wire_mcast_carried(ctx))
+		uro_wire_ud_send(ctx, qp, wr, a, liov, nl, len);
 }
 
 /* A receiver told to take the wire (its trace, its faults) hears its

@@ -4,11 +4,18 @@
 # kernel's rdma_cm, uroce on the host end of its tap. Unmodified programs
 # on both sides, each side serving in turn: the verbs data path (RC, UD),
 # the IB CM's MADs on QP 1 (rping, ucmatose, udaddy's SIDR, rdma_server,
-# perftest -R), and a REJ for a port nobody listens on. Needs root (CI runs
+# cmtime, perftest -R), multicast (mckey), and a REJ for a port nobody
+# listens on. Needs root (CI runs
 # as root); skipped otherwise.
 . "$(dirname "$0")/lib.sh" 120
 . "$(dirname "$0")/../kernel_peer/peer.sh"
 need_netns
+for p in qemu-system-x86_64 busybox cpio depmod; do
+	command -v $p >/dev/null || {
+		echo "SKIP: no $p (scripts/install-deps installs it)"
+		exit 77
+	}
+done
 
 ns=ukp$$ net=198.18.$((100 + $$ % 150))
 trap 'peer_stop; ip netns del $ns 2>/dev/null; rm -rf "$PAIR_DIR"; rm -f "$UROCE_CONFIG"' EXIT
@@ -25,9 +32,8 @@ echo "link roce1 netdev kp0" >"$UROCE_CONFIG"
 # uroce's roce1: GID 0.
 host() { ip netns exec $ns timeout $T "$UROCE" run "$@"; }
 server_ss() { ip netns exec $ns ss "$@"; }
-seq_=0
 guest() { # CMD...: in the guest, its output on stdout, its status
-	local tag=g$((seq_ += 1)) rc
+	local tag=g$(date +%s%N) rc # unique, from a subshell too
 	peer_start $tag "timeout $T $*"
 	rc=$(peer_wait $tag $((T + 10)))
 	cat "$PEER_SHARE/out.$tag" 2>/dev/null
@@ -65,13 +71,13 @@ both() {
 	server_ss() { ls "$PEER_SHARE" | sed -n 's/^listening\.s\([0-9]*\)\..*/ :\1 /p'; }
 	[ -n "${UROCE_SERVES_ONLY:-}" ] ||
 		run_pair "$what: the kernel serves uroce" $port "$(args "$srv" $net.2 rxe0 1)" \
-			"$(args "$cli" $net.2 roce1 0)" && client_says "$what" "$says"
+			"$(args "$cli" $net.2 roce1 0)" ${PAIR_FOREVER:-} && client_says "$what" "$says"
 	port=${FIXED_PORT:-$((port + 1))}
 	pair_server() { host "$@"; }
 	pair_client() { guest "$@"; }
 	server_ss() { ip netns exec $ns ss "$@"; }
 	run_pair "$what: uroce serves the kernel" $port "$(args "$srv" $net.1 roce1 0)" \
-		"$(args "$cli" $net.1 rxe0 1)" && client_says "$what" "$says"
+		"$(args "$cli" $net.1 rxe0 1)" ${PAIR_FOREVER:-} && client_says "$what" "$says"
 }
 client_says() { # WHAT REGEX: the client's output has a line REGEX matches
 	[ -z "$2" ] || expect_match "$(cat "$PAIR_DIR/cli")" "$2" "$1's client"
@@ -86,12 +92,16 @@ both "ibv_rc_pingpong" "ibv_rc_pingpong -d @D -g @G -p @P -n 20" \
 both "ibv_ud_pingpong" "ibv_ud_pingpong -d @D -g @G -p @P -s 512 -n 20" \
 	"ibv_ud_pingpong -d @D -g @G -p @P -s 512 -n 20 @S" '20 iters in'
 # The IB CM on QP 1.
-PAIR_STATUS=rping_status both "rping" "rping -s -a @S -p @P -C 10 -v" \
-	"rping -c -a @S -p @P -C 10 -v" 'rdma-ping-9: '
+PAIR_STATUS=rping_status both "rping" "rping -s -a @S -p @P -C 100 -V -v" \
+	"rping -c -a @S -p @P -C 100 -V -v" 'rdma-ping-99: '
 both "ucmatose" "ucmatose -p @P -c 2 -C 10" "ucmatose -s @S -p @P -c 2 -C 10" '^return status 0$'
 # udaddy's port is 7174 whatever -p says (its port space).
 FIXED_PORT=7174 both "udaddy (SIDR)" "udaddy -c 2" "udaddy -s @S -c 2" '^return status 0$'
 both "rdma_server/rdma_client" "rdma_server -p @P" "rdma_client -s @S -p @P" 'rdma_client: end 0'
+# cmtime's server serves until stopped: run_pair's "forever" stops the
+# uroce one, and the guest's is ended in the guest.
+PAIR_FOREVER=forever both "cmtime" "cmtime -p @P -c 10" "cmtime -s @S -p @P -c 10" '^connect +:'
+guest pkill -x cmtime
 # perftest: its READ depth is the peer's (rxe offers 128), and with -R its
 # own handshake and its data connection go through the CM. A perftest -R
 # server only listens for the data connection after the handshake, and a
@@ -100,10 +110,39 @@ both "rdma_server/rdma_client" "rdma_server -p @P" "rdma_client -s @S -p @P" 'rd
 # kernel serves perftest without -R.
 both "ib_read_lat" "ib_read_lat -F -d @D -x @G -p @P -n 100" \
 	"ib_read_lat -F -d @D -x @G -p @P -n 100 @S"
+both "ib_atomic_lat" "ib_atomic_lat -F -d @D -x @G -p @P -n 100" \
+	"ib_atomic_lat -F -d @D -x @G -p @P -n 100 @S"
 UROCE_SERVES_ONLY=1 both "ib_send_bw -R" "ib_send_bw -R -F -d @D -x @G -p @P -n 100" \
 	"ib_send_bw -R -F -d @D -x @G -p @P -n 100 @S"
 UROCE_SERVES_ONLY=1 both "ib_read_lat -R" "ib_read_lat -R -F -d @D -x @G -p @P -n 100" \
 	"ib_read_lat -R -F -d @D -x @G -p @P -n 100 @S"
+UROCE_SERVES_ONLY=1 both "ib_atomic_lat -R" "ib_atomic_lat -R -F -d @D -x @G -p @P -n 100" \
+	"ib_atomic_lat -R -F -d @D -x @G -p @P -n 100 @S"
+
+# Multicast: each side's mckey receiver joins a group on its netdev (the
+# kernel's rdma_cm with IGMP, uroce's wire_mcast.c) and the other side's
+# sender reaches it. 239.18.0.0/24 is administratively scoped.
+peer_start mrecv "timeout $T mckey -m 239.18.0.2 -b $net.2 -C 10"
+peer_start mjoin "for i in \$(seq 300); do ip maddr show dev eth0 | grep -q 239.18.0.2 && exit 0; sleep 0.1; done; exit 1"
+expect_status 0 "$(peer_wait mjoin 60)" "the kernel's mckey joins its group"
+out=$(host mckey -m 239.18.0.2 -s -b $net.1 -C 10 2>&1)
+expect_status 0 $? "uroce's mckey sends to the kernel's group: $out"
+expect_status 0 "$(peer_wait mrecv $((T + 10)))" "the kernel's mckey receiver"
+expect_match "$(cat "$PEER_SHARE/out.mrecv")" '^data transfers complete$' \
+	"the kernel's mckey receiver got uroce's datagrams"
+host mckey -m 239.18.0.3 -b $net.1 -C 10 >"$PAIR_DIR/srv" 2>&1 &
+mck=$!
+for _ in $(seq 100); do
+	ip netns exec $ns ss -lun | grep -q '239\.18\.0\.3:4791 ' && break
+	sleep 0.05
+done
+out=$(guest mckey -m 239.18.0.3 -s -b $net.2 -C 10 2>&1)
+expect_status 0 $? "the kernel's mckey sends to uroce's group: $out"
+stop_within 10 $mck
+wait $mck
+expect_status 0 $? "uroce's mckey receiver"
+expect_match "$(cat "$PAIR_DIR/srv")" '^data transfers complete$' \
+	"uroce's mckey receiver got the kernel's datagrams"
 
 # A REQ for a port nobody listens on: each host's CM rejects it (reason
 # 8, invalid service ID). On the uroce host, whichever uroce process holds

@@ -116,6 +116,22 @@ run_pair "ucmatose" $port "ucmatose -p $port -c 4 -C 50" "ucmatose -s $net.1 -p 
 # udaddy's -p is its port space; it always uses port 7174.
 run_pair "udaddy" 7174 "udaddy -c 2" "udaddy -s $net.1 -c 2" &&
 	expect_match "$(cat "$PAIR_DIR/cli")" '^return status 0$' "udaddy status"
+# Multicast: mckey's receiver joins a group on its link (IGMP), and the
+# sender's datagrams to it cross the veth as UD SENDs to DestQP 0xFFFFFF
+# at the group's address (wire_mcast.c). 239.18.0.1 is administratively
+# scoped, and a TTL of 1 keeps it on the veth.
+in_ns $a mckey -m 239.18.0.1 -b $net.1 -C 10 >"$PAIR_DIR/srv" 2>&1 &
+mck=$!
+for _ in $(seq 100); do
+	ip netns exec $a ss -lun | grep -q '239\.18\.0\.1:4791 ' && break
+	sleep 0.05
+done
+in_ns $b mckey -m 239.18.0.1 -s -b $net.2 -C 10 >"$PAIR_DIR/cli" 2>&1
+expect_status 0 $? "mckey's sender"
+stop_within 10 $mck
+wait $mck
+expect_status 0 $? "mckey's receiver"
+expect_match "$(cat "$PAIR_DIR/srv")" '^data transfers complete$' "mckey's receiver got its datagrams"
 port=$((port + 1))
 run_pair "rdma_server/rdma_client" $port "rdma_server -p $port" "rdma_client -s $net.1 -p $port" &&
 	expect_match "$(cat "$PAIR_DIR/cli")" 'rdma_client: end 0' "rdma_client ends 0"
@@ -159,6 +175,9 @@ expect_match "$decoded" 'RC RDMA Read Response Middle' "tshark decodes READ resp
 expect_match "$decoded" 'RC (Fetch Add|Compare Swap)' "tshark decodes atomics"
 expect_match "$decoded" 'RC Atomic Acknowledge' "tshark decodes atomic ACKs"
 expect_match "$decoded" 'RC RDMA Write' "tshark decodes RDMA WRITEs"
+mcast=$(tshark -r "$dir/wire.pcap" -Y 'ip.dst == 239.18.0.1 && infiniband.bth.destqp == 0xffffff' \
+	2>/dev/null | wc -l)
+expect_status 10 "$mcast" "mckey's datagrams to the group on the wire"
 # The CM's messages, every kind rping, ucmatose, udaddy and cmtime use.
 for m in ConnectRequest ConnectReply ReadyToUse DisconnectRequest DisconnectReply \
 	ServiceIDResReq ServiceIDResReqResp; do

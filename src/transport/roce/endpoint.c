@@ -51,15 +51,6 @@ struct forward_head {
 	uint16_t ip_id;
 };
 
-/* The tags of the receive set's members beside the families' sockets:
- * the relay, the address announcements, and each flow's socket. */
-enum {
-	RX_RELAY = URO_WIRE_FAMILIES,
-	RX_ADDRESSES,
-	RX_FLOW0,
-	RX_MEMBERS = RX_FLOW0 + URO_WIRE_FLOWS
-};
-
 /* Family f's address was refused (still tentative, or not assigned yet
  * though the netdev announced it): from now on the endpoint hears the
  * kernel's address announcements and tries again on each (heal_families).
@@ -170,6 +161,7 @@ static void endpoint_free(struct uro_wire_endpoint *w)
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
 		uro_wire_socks_close(&w->fam[f]);
 	uro_wire_flows_close(w);
+	uro_wire_groups_close(w);
 	uro_relay_close(&w->relay);
 	uro_wire_faults_free(w->faults);
 	uro_pcap_close(w->pcap);
@@ -203,6 +195,8 @@ static struct uro_wire_endpoint *endpoint_new(struct uro_context *ctx)
 		for (int i = 0; i < URO_WIRE_TX_PORTS; i++)
 			w->fam[f].tx_fd[i] = -1;
 	}
+	for (int i = 0; i < URO_WIRE_GROUPS; i++)
+		w->groups[i].fd = -1;
 	w->ifindex = ctx->model.netdev.ifindex;
 	w->look_ns = URO_WIRE_LOOK_NS;
 	w->n = &ctx->self.hdr->counters;
@@ -451,13 +445,14 @@ static int dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	struct uro_roce_packet p;
 	enum uro_roce_drop why;
 	struct uro_qp *qp;
-	int gsi;
+	int gsi, mcast;
 
 	memcpy(saved, ip, hl);
 	why = check(w, ip, hl, tlen, fh, &id, &p);
 	memcpy(ip, saved, hl);
 	gsi = why == ROCE_OK && p.dest_qp == URO_GSI_QPN;
-	if (why == ROCE_OK && !gsi && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
+	mcast = why == ROCE_OK && p.dest_qp == URO_MCAST_QPN;
+	if (why == ROCE_OK && !gsi && !mcast && (p.dest_qp >> 12) != ctx->slot.slot && !forwarded) {
 		struct forward_head on = *fh;
 
 		on.ip_id = id;
@@ -474,6 +469,13 @@ static int dispatch(struct uro_context *ctx, uint8_t *buf, size_t tlen,
 	}
 	if (gsi) { /* QP 1 is the host's: its MADs go to the CM they are for */
 		uro_wire_gsi_take(w, &p, &fh->src, &fh->dst, fh->sport);
+		return id;
+	}
+	if (mcast) { /* every process joined to the group has its own copy */
+		if (p.pkey != URO_DEFAULT_PKEY)
+			w->n->bad_pkey++;
+		else
+			uro_wire_mcast_receive(ctx, &p, &fh->src, &fh->dst);
 		return id;
 	}
 	if ((p.dest_qp >> 12) != ctx->slot.slot) {
@@ -628,6 +630,13 @@ static int receive_flow(struct uro_context *ctx, unsigned i)
 	return receive_from(ctx, uro_wire_family_of(&flow->peer), flow->fd);
 }
 
+static int receive_group(struct uro_context *ctx, unsigned i)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+
+	return receive_from(ctx, uro_wire_family_of(&w->groups[i].gid), uro_wire_group_fd(w, i));
+}
+
 struct forwarded {
 	struct uro_context *ctx;
 	struct forward_head fh;
@@ -704,6 +713,8 @@ static int receive_ready(struct uro_context *ctx)
 			got = receive_forwarded(ctx);
 		else if (what == RX_ADDRESSES)
 			heal_families(ctx);
+		else if (what >= RX_GROUP0)
+			got = receive_group(ctx, what - RX_GROUP0);
 		else if (what >= RX_FLOW0)
 			got = receive_flow(ctx, what - RX_FLOW0);
 		else

@@ -90,6 +90,27 @@ struct uro_wire_dest {
 /* A peer's flow (its address and UDP source port) that reaches this
  * process through a socket of its own (wire_flow.c). */
 #define URO_WIRE_FLOWS 64
+/* Multicast groups a process's endpoint has joined on the wire at once
+ * (wire_mcast.c). */
+#define URO_WIRE_GROUPS 16
+
+/* The tags of the endpoint's receive set (rx_efd): the families' sockets
+ * (enum uro_wire_family), the relay, the address announcements, each
+ * flow's socket and each group's. */
+enum {
+	RX_RELAY = URO_WIRE_FAMILIES,
+	RX_ADDRESSES,
+	RX_FLOW0,
+	RX_GROUP0 = RX_FLOW0 + URO_WIRE_FLOWS,
+	RX_MEMBERS = RX_GROUP0 + URO_WIRE_GROUPS
+};
+
+/* A multicast group joined: its GID and the socket bound to it (-1: a
+ * free entry). */
+struct uro_wire_group {
+	union ibv_gid gid;
+	int fd;
+};
 struct uro_wire_flow {
 	int fd;
 	uint16_t sport; /* network order */
@@ -102,8 +123,9 @@ struct uro_wire_endpoint {
 	/* Established flows' own sockets (fd -1: refused), under rx_lock. */
 	struct uro_wire_flow flows[URO_WIRE_FLOWS];
 	unsigned nflows;
-	unsigned ifindex;	     /* the link's netdev */
-	pthread_mutex_t open_lock;   /* opens a family's sockets */
+	struct uro_wire_group groups[URO_WIRE_GROUPS]; /* under open_lock */
+	unsigned ifindex;			       /* the link's netdev */
+	pthread_mutex_t open_lock;		       /* opens a family's sockets */
 	struct uro_wire_relay relay; /* packets for and from the host's other processes */
 	int kick_fd;		     /* eventfd: wakes the progress thread */
 	/* epoll over the families' open sockets and the relay: what has
@@ -342,6 +364,16 @@ void uro_wire_ud_trace(struct uro_context *ctx, struct uro_qp *qp, const struct 
 int uro_wire_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		     const struct ibv_ah_attr *ah, const struct iovec *liov, int nl, uint64_t len);
 /* src and dst are the packet's IP addresses as GIDs. */
+/* wire_mcast.c: multicast groups on the link's netdev. Whether the link
+ * carries multicast to other hosts (not on lo); join and leave a group (0
+ * or an errno); a datagram that came to a group; the endpoint's groups. */
+int uro_wire_mcast_carried(const struct uro_context *ctx);
+int uro_wire_mcast_join(struct uro_context *ctx, const union ibv_gid *mgid);
+void uro_wire_mcast_leave(struct uro_context *ctx, const union ibv_gid *mgid);
+void uro_wire_mcast_receive(struct uro_context *ctx, const struct uro_roce_packet *p,
+			    const union ibv_gid *src, const union ibv_gid *dst);
+int uro_wire_group_fd(struct uro_wire_endpoint *w, unsigned i);
+void uro_wire_groups_close(struct uro_wire_endpoint *w);
 void uro_wire_ud_receive(struct uro_context *ctx, struct uro_qp *qp,
 			 const struct uro_roce_packet *pkt, const union ibv_gid *src,
 			 const union ibv_gid *dst);

@@ -160,6 +160,22 @@ int uro_wire_flow_socket(enum uro_wire_family f, const union ibv_gid *gid, unsig
 	return fd;
 }
 
+/* A datagram to a multicast group (wire_mcast.c) leaves by the link's
+ * netdev, whatever the routes say (ip(7), ipv6(7): a namespace with only
+ * its link's subnet has no route to 239.0.0.0/8), and is not looped back
+ * to this host's sockets: its members have it over shared memory. */
+static int multicast_out(int fd, enum uro_wire_family f, unsigned ifindex)
+{
+	struct ip_mreqn out = {.imr_ifindex = (int)ifindex};
+	int off = 0, index = (int)ifindex;
+
+	if (f == URO_WIRE_IPV4)
+		return setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &out, sizeof(out)) ||
+		       setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &off, sizeof(off));
+	return setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &index, sizeof(index)) ||
+	       setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &off, sizeof(off));
+}
+
 /* A socket that only sends, from an ephemeral port of gid's address that
  * the kernel picks and keeps for it: one flow's UDP source port. */
 int uro_wire_tx_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigned ifindex,
@@ -178,6 +194,10 @@ int uro_wire_tx_socket(enum uro_wire_family f, const union ibv_gid *gid, unsigne
 		return -1;
 	}
 	*port = f == URO_WIRE_IPV4 ? a.sa.in.sin_port : a.sa.in6.sin6_port;
+	if (multicast_out(fd, f, ifindex)) {
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 
