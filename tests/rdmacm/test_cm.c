@@ -541,6 +541,16 @@ static void test_peer_killed(struct rdma_event_channel *ch)
 	rdma_destroy_id(id);
 }
 
+/* The client disconnects and goes; its server (one cycle) ends. */
+static void hang_up(struct rdma_event_channel *ch, struct rdma_cm_id *id, pid_t server)
+{
+	rdma_disconnect(id);
+	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	CHECK_EQ(finish_server(server, 5000), 0);
+}
+
 /* RDMA_MAX_RESP_RES and RDMA_MAX_INIT_DEPTH ask for the device's maximum,
  * and retry counts above 7 are clamped to 7, as the kernel CM does
  * (libfabric and fio pass them); an explicit depth above the device's is
@@ -579,11 +589,7 @@ static void test_connection_options(struct rdma_event_channel *ch)
 	CHECK_EQ(qa.max_dest_rd_atomic, d.max_qp_rd_atom);
 	CHECK_EQ(qa.retry_cnt, 7);
 	CHECK_EQ(qa.rnr_retry, 7);
-	rdma_disconnect(id);
-	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
-	rdma_destroy_qp(id);
-	rdma_destroy_id(id);
-	CHECK_EQ(finish_server(pid, 5000), 0);
+	hang_up(ch, id, pid);
 }
 
 /* A server that accepts with NULL offers what the REQ asked for, and each
@@ -615,11 +621,7 @@ static void test_accept_without_param(struct rdma_event_channel *ch)
 	    ibv_query_qp(id->qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &qi), 0);
 	CHECK_EQ(qa.max_rd_atomic, 2);
 	CHECK_EQ(qa.max_dest_rd_atomic, 3);
-	rdma_disconnect(id);
-	CHECK_EQ(expect(ch, 5000), RDMA_CM_EVENT_DISCONNECTED);
-	rdma_destroy_qp(id);
-	rdma_destroy_id(id);
-	CHECK_EQ(finish_server(pid, 5000), 0);
+	hang_up(ch, id, pid);
 }
 
 /* An IPv6 id with RDMA_OPTION_ID_AFONLY shares its port with an IPv4 id on
