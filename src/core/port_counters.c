@@ -37,6 +37,7 @@ const struct uro_counter_desc uro_port_counters[] = {
     PORT("bad_pkey", bad_pkey),
     PORT("qkey_violations", qkey_violations),
     PORT("rx_dropped", rx_dropped),
+    PORT("drop_bad_mad", bad_mads),
     PORT("staged_dropped", staged_dropped),
     PORT("drop_truncated", dropped[ROCE_TRUNCATED]),
     PORT("drop_not_roce", dropped[ROCE_NOT_ROCE]),

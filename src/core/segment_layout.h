@@ -15,7 +15,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 14
+#define URO_SEG_VERSION 15
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 /* What the owner's port counts, read by `uroce stat` from another process
@@ -45,6 +45,7 @@ struct uro_seg_counters {
 	uint64_t bad_pkey;
 	uint64_t qkey_violations;
 	uint64_t rx_dropped;	 /* a datagram with no receive, a CQ busy */
+	uint64_t bad_mads;	 /* CM MADs on QP 1 no CM could have sent (gsi.c) */
 	uint64_t staged_dropped; /* staged payloads whose region went first */
 };
 

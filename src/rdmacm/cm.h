@@ -10,18 +10,9 @@
 #include <rdma/rdma_cma.h>
 #include <stdint.h>
 
-#define URO_EXPORT __attribute__((visibility("default")))
+#include "cm_message.h"
 
-/* Private data limits (rdma_connect(3), rdma_accept(3), rdma_reject(3)):
- * what the IB CM messages carry after rdma_cm's own header. */
-enum {
-	URO_PDATA_REQ = 56,
-	URO_PDATA_REP = 196,
-	URO_PDATA_REJ = 148,
-	URO_PDATA_SIDR_REQ = 180,
-	URO_PDATA_SIDR_REP = 136,
-	URO_PDATA_MAX = 196, /* the largest of the above */
-};
+#define URO_EXPORT __attribute__((visibility("default")))
 
 /* The IB CM reject reasons rdma_cm reports as an event's status. */
 enum {
@@ -41,21 +32,6 @@ enum uro_cm_state {
 	CM_ACCEPTING,  /* REP sent, waiting for RTU */
 	CM_CONNECTED,
 	CM_DISCONNECTED,
-};
-
-/* What the peer told us in its REQ or REP. */
-struct uro_cm_peer {
-	uint32_t qpn;
-	uint32_t psn;
-	uint32_t qkey;
-	uint8_t responder_resources;
-	uint8_t initiator_depth;
-	uint8_t rnr_retry;
-	uint8_t retry_count;
-	uint8_t srq;
-	uint8_t mtu; /* the path MTU a REQ offers (enum ibv_mtu), 0: the port's */
-	union ibv_gid gid;
-	uint16_t lid;
 };
 
 struct uro_cm_mad_conn;
@@ -166,18 +142,6 @@ void uro_cm_qp_error_by_num(uint32_t qpn);
 
 /* wire.c and cm_thread.c */
 #define URO_CM_MAGIC 0x55434d31u /* "UCM1" */
-
-enum uro_cm_msg_type {
-	MSG_REQ = 1,
-	MSG_REP,
-	MSG_RTU,
-	MSG_REJ,
-	MSG_DREQ,
-	MSG_DREP,
-	MSG_SIDR_REQ,
-	MSG_SIDR_REP,
-	MSG_MRA, /* the passive CM has the REQ; its program is deciding */
-};
 
 /* How long a CM waits for its peer's CM to answer: rdma_cm's CM response
  * timeout (4.096 us x 2^20). TCP already retransmits, so no message is

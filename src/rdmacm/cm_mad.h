@@ -8,7 +8,7 @@
 #define URO_CM_MAD_H
 
 #include "cm.h"
-#include "mad.h"
+#include "mad_codec.h"
 
 /* mad_agent.c */
 /* The agent's socket (bound on first use), or -1. */

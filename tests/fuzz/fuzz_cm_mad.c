@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mad.h"
+#include "mad_codec.h"
 #include "mad_route.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

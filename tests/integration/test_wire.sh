@@ -142,6 +142,19 @@ run_pair "cmtime" $port "cmtime -p $port -c 20" "cmtime -s $net.1 -p $port -c 20
 # (lib.sh, stop_job): an orphan would keep its port and its QPs.
 left=$(for p in $(ip netns pids $a); do cat /proc/$p/comm 2>/dev/null; done | grep -cx cmtime)
 expect_status 0 "$left" "cmtime servers still running after run_pair"
+# A CM MAD no CM could have sent (bad_mad.py: a REQ whose body is all 0)
+# is dropped, counted and left unanswered by the process that holds port
+# 4791 in a; before, it was answered with a REJ.
+port=$((port + 1))
+in_ns $a rping -s -a $net.1 -p $port -C 1 >/dev/null 2>&1 &
+srv=$!
+wait_listen $port || bad "the rping server for the malformed MAD never listened"
+out=$(timeout $T ip netns exec $b /usr/bin/python3 "$(dirname "$0")/bad_mad.py" $net.2 $net.1 2>&1)
+expect_match "$out" '^no answer$' "a malformed REQ is not answered"
+out=$(ip netns exec $a env UROCE_CONFIG="$dir/$a.conf" timeout $T "$UROCE" stat roce1 2>&1)
+expect_match "$out" 'drop_bad_mad 1( |$)' "uroce stat counts the malformed MAD"
+stop_job $srv
+wait $srv 2>/dev/null
 # perftest's two other modes: its older post-send path, and the CM (-R).
 for mode in --use_old_post_send -R; do
 	for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat \

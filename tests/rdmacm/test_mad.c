@@ -9,7 +9,7 @@
 
 #include "../check.h"
 #include "../pcap_frames.h"
-#include "mad.h"
+#include "mad_codec.h"
 #include "mad_route.h"
 
 #define MAD_AT 62 /* Ethernet 14, IPv4 20, UDP 8, BTH 12, DETH 8 */

@@ -11,11 +11,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "mad_route.h"
+#include "mad_codec.h"
 #include "wire.h"
 
 static int is_mad(const struct uro_wire_endpoint *w, const struct uro_roce_packet *p)
 {
+	struct uro_cm_mad m;
+
 	if (p->op->op != WIRE_SEND || !(p->op->qp & WIRE_UD) || (p->op->hdrs & HDR_IMMDT)) {
 		w->n->no_qp++;
 		return 0;
@@ -30,6 +32,13 @@ static int is_mad(const struct uro_wire_endpoint *w, const struct uro_roce_packe
 	}
 	if (p->payload_len != URO_MAD_LEN || !uro_mad_is_cm(p->payload)) {
 		w->n->no_qp++; /* no agent of the host takes this class */
+		return 0;
+	}
+	/* The CM would drop a message no CM could have sent (Linux's cm.c
+	 * drops and counts them too): dropped here, never answered, never
+	 * passed to an agent. */
+	if (uro_cm_mad_parse(p->payload, &m)) {
+		w->n->bad_mads++;
 		return 0;
 	}
 	return 1;

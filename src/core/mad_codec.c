@@ -1,9 +1,9 @@
-/* The CM's messages in and out of their MADs (mad.h). Offsets are from
+/* The CM's messages in and out of their MADs (mad_codec.h). Offsets are from
  * the MAD's first byte, as IBTA Vol. 1 12.6's tables give them plus the
  * 24-byte MAD header. */
 #include <string.h>
 
-#include "mad.h"
+#include "mad_codec.h"
 
 #define CMA_HDR_LEN 36
 /* The CM response timeout and the retries a REQ asks its peer for (IBTA

@@ -1,13 +1,15 @@
 /* The IB CM's messages as MADs on QP 1 (IBTA Vol. 1 12.6; rdma_cm's IP
  * addressing, Annex A11): a message as the CM uses it, and its 256 bytes.
  * Fields are written with shifts on big-endian bytes, never C bitfields. */
-#ifndef URO_MAD_H
-#define URO_MAD_H
+#ifndef URO_MAD_CODEC_H
+#define URO_MAD_CODEC_H
 
 #include <infiniband/verbs.h>
 #include <stdint.h>
 
-#include "cm.h"
+#include <rdma/rdma_cma.h>
+
+#include "cm_message.h"
 #include "mad_route.h"
 
 /* rdma_cm's IP header in a REQ's and a SIDR_REQ's private data (A11). */
