@@ -306,12 +306,22 @@ int uro_cm_mad_bind(struct uro_cm_id *l)
 	union ibv_gid gid;
 	int heard;
 
-	if (uro_cm_is_loopback(a))
-		return 0; /* no other host reaches it */
+	/* 127/8 or ::1 of a link on lo: no other host reaches the id.
+	 * Without such a link the id is bound as any address (address.c), as
+	 * the kernel counts them (cma.c: cma_any_addr, whose listener
+	 * cma_match_private_data lets take any request): it names its
+	 * family's wildcard. */
+	if (uro_cm_is_loopback(a) && l->id.verbs)
+		return 0;
 	heard = heard_from_other_hosts(l);
 	if (heard <= 0)
 		return heard ? ENOMEM : 0;
-	uro_cm_addr_gid(a, &gid);
+	if (!uro_cm_is_loopback(a))
+		uro_cm_addr_gid(a, &gid);
+	else if (a->sa_family == AF_INET)
+		uro_gid_from_ip(&gid, AF_INET, &any4);
+	else
+		memset(&gid, 0, sizeof(gid)); /* :: */
 	l->svc_fd[0] = uro_mad_service_fd(sid, &gid);
 	if (l->svc_fd[0] < 0)
 		return errno;

@@ -119,6 +119,13 @@ UROCE_SERVES_ONLY=1 both "ib_read_lat -R" "ib_read_lat -R -F -d @D -x @G -p @P -
 UROCE_SERVES_ONLY=1 both "ib_atomic_lat -R" "ib_atomic_lat -R -F -d @D -x @G -p @P -n 100" \
 	"ib_atomic_lat -R -F -d @D -x @G -p @P -n 100 @S"
 
+# A server bound to 127.0.0.1 on a host whose RDMA link is not on lo: the
+# kernel's CM counts 127/8 as any address (cma.c, cma_any_addr) and its
+# listener takes a request for any of the host's addresses
+# (cma_match_private_data); uroce's does the same.
+both "rping, the server bound to 127.0.0.1" "rping -s -a 127.0.0.1 -p @P -C 10 -V -v" \
+	"rping -c -a @S -p @P -C 10 -V -v" 'rdma-ping-9: '
+
 # Multicast: each side's mckey receiver joins a group on its netdev (the
 # kernel's rdma_cm with IGMP, uroce's wire_mcast.c) and the other side's
 # sender reaches it. 239.18.0.0/24 is administratively scoped.
