@@ -15,6 +15,7 @@ from scapy.contrib.roce import BTH
 UD_SEND_ONLY = 0x64
 GSI_QKEY = 0x80010000
 CM_ATTR_REQ = 0x0010
+IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2  # ip(7), <linux/in.h>
 
 
 def main():
@@ -25,6 +26,11 @@ def main():
     mad += CM_ATTR_REQ.to_bytes(2, "big") + bytes(6)
     mad += bytes(256 - len(mad))
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    # Never fragmented, as uroce's sockets: Linux then sends DF with
+    # identification 0, the header the ICRC below is computed over (with
+    # the default, IP_PMTUDISC_WANT, it numbers the datagram, and the
+    # capture's ICRC check in test_wire.sh found it wrong).
+    udp.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
     udp.bind((src, 0))
     sport = udp.getsockname()[1]
     # The ICRC covers the IPv4 header the kernel writes for an unconnected
