@@ -3,6 +3,7 @@
  * 24-byte MAD header. */
 #include <string.h>
 
+#include "big_endian.h"
 #include "mad_codec.h"
 
 #define CMA_HDR_LEN 36
@@ -53,41 +54,6 @@ static const struct layout *layout_of_attr(unsigned attr)
 	return NULL;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-
 /* The primary path's flow label of a RoCEv2 REQ: cma.c's
  * rdma_calc_flow_label, from the rdma_cm ports. */
 static uint32_t flow_label(const struct uro_cm_mad *m)
@@ -99,7 +65,7 @@ static void build_cma(const struct uro_cm_mad *m, uint8_t *p)
 {
 	p[0] = 0; /* rdma_cm's version 0 */
 	p[1] = (uint8_t)(m->cma.ip_version << 4);
-	put16(p + 2, m->cma.port);
+	uro_put16(p + 2, m->cma.port);
 	if (m->cma.ip_version == 4) { /* twelve zeros, then the address */
 		memcpy(p + 4 + 12, m->cma.src.raw + 12, 4);
 		memcpy(p + 20 + 12, m->cma.dst.raw + 12, 4);
@@ -113,23 +79,23 @@ static void build_req(const struct uro_cm_mad *m, uint8_t *d)
 {
 	const struct uro_cm_peer *p = &m->peer;
 
-	put32(d + 24, m->local_id);
-	put64(d + 32, m->sid);
-	put64(d + 40, m->guid);
-	put24(d + 56, p->qpn);
+	uro_put32(d + 24, m->local_id);
+	uro_put64(d + 32, m->sid);
+	uro_put64(d + 40, m->guid);
+	uro_put24(d + 56, p->qpn);
 	d[59] = p->responder_resources;
 	d[63] = p->initiator_depth;
 	d[67] = (uint8_t)(RESPONSE_TIMEOUT << 3 | (m->transport & 3) << 1);
-	put24(d + 68, p->psn);
+	uro_put24(d + 68, p->psn);
 	d[71] = (uint8_t)(RESPONSE_TIMEOUT << 3 | (p->retry_count & 7));
-	put16(d + 72, 0xffff);
+	uro_put16(d + 72, 0xffff);
 	d[74] = (uint8_t)(m->mtu << 4 | (p->rnr_retry & 7));
 	d[75] = (uint8_t)(MAX_CM_RETRIES << 4 | (p->srq ? 1 << 3 : 0));
-	put16(d + 76, 0xffff); /* permissive LIDs: the path is routed */
-	put16(d + 78, 0xffff);
+	uro_put16(d + 76, 0xffff); /* permissive LIDs: the path is routed */
+	uro_put16(d + 78, 0xffff);
 	memcpy(d + 80, m->lgid.raw, 16);
 	memcpy(d + 96, m->rgid.raw, 16);
-	put32(d + 112, flow_label(m) << 12);
+	uro_put32(d + 112, flow_label(m) << 12);
 	d[117] = HOP_LIMIT;
 	d[119] = (uint8_t)(m->ack_timeout << 3);
 	build_cma(m, d + 164);
@@ -139,15 +105,15 @@ static void build_rep(const struct uro_cm_mad *m, uint8_t *d)
 {
 	const struct uro_cm_peer *p = &m->peer;
 
-	put32(d + 24, m->local_id);
-	put32(d + 28, m->remote_id);
-	put24(d + 36, p->qpn);
-	put24(d + 44, p->psn);
+	uro_put32(d + 24, m->local_id);
+	uro_put32(d + 28, m->remote_id);
+	uro_put24(d + 36, p->qpn);
+	uro_put24(d + 44, p->psn);
 	d[48] = p->responder_resources;
 	d[49] = p->initiator_depth;
 	d[50] = (uint8_t)(m->ack_timeout << 3);
 	d[51] = (uint8_t)((p->rnr_retry & 7) << 5 | (p->srq ? 1 << 4 : 0));
-	put64(d + 52, m->guid);
+	uro_put64(d + 52, m->guid);
 }
 
 static void build_body(const struct uro_cm_mad *m, uint8_t *d)
@@ -160,29 +126,29 @@ static void build_body(const struct uro_cm_mad *m, uint8_t *d)
 		build_rep(m, d);
 		break;
 	case MSG_SIDR_REQ:
-		put32(d + 24, m->local_id);
-		put16(d + 28, 0xffff);
-		put64(d + 32, m->sid);
+		uro_put32(d + 24, m->local_id);
+		uro_put16(d + 28, 0xffff);
+		uro_put64(d + 32, m->sid);
 		build_cma(m, d + 40);
 		break;
 	case MSG_SIDR_REP:
-		put32(d + 24, m->remote_id);
+		uro_put32(d + 24, m->remote_id);
 		d[28] = (uint8_t)m->status;
-		put24(d + 32, m->peer.qpn);
-		put64(d + 36, m->sid);
-		put32(d + 44, m->peer.qkey);
+		uro_put24(d + 32, m->peer.qpn);
+		uro_put64(d + 36, m->sid);
+		uro_put32(d + 44, m->peer.qkey);
 		break;
 	default: /* MRA, REJ, RTU, DREQ, DREP: the two communication IDs first */
-		put32(d + 24, m->local_id);
-		put32(d + 28, m->remote_id);
+		uro_put32(d + 24, m->local_id);
+		uro_put32(d + 28, m->remote_id);
 		if (m->type == MSG_REJ) {
 			d[32] = (uint8_t)(m->msg << 6);
-			put16(d + 34, m->status);
+			uro_put16(d + 34, m->status);
 		} else if (m->type == MSG_MRA) {
 			d[32] = (uint8_t)(m->msg << 6);
 			d[33] = (uint8_t)(m->service_timeout << 3);
 		} else if (m->type == MSG_DREQ) {
-			put24(d + 32, m->remote_qpn);
+			uro_put24(d + 32, m->remote_qpn);
 		}
 		break;
 	}
@@ -197,8 +163,8 @@ void uro_cm_mad_build(const struct uro_cm_mad *m, uint8_t mad[URO_MAD_LEN])
 	mad[1] = 0x07; /* Communication Management */
 	mad[2] = 2;    /* the class version Linux's CM agent takes */
 	mad[3] = 0x03; /* Send */
-	put64(mad + 8, m->tid);
-	put16(mad + 16, l->attr);
+	uro_put64(mad + 8, m->tid);
+	uro_put16(mad + 16, l->attr);
 	build_body(m, mad);
 	memcpy(mad + l->pdata + (l->cma ? CMA_HDR_LEN : 0), m->pdata,
 	       m->pdata_len < l->user ? m->pdata_len : l->user);
@@ -211,7 +177,7 @@ static int parse_cma(const uint8_t *p, struct uro_cma_hdr *h)
 	if (p[0] != 0 || (v != 4 && v != 6))
 		return -1; /* not rdma_cm's IP addressing (A11.2) */
 	h->ip_version = (uint8_t)v;
-	h->port = get16(p + 2);
+	h->port = uro_get16(p + 2);
 	memset(&h->src, 0, sizeof(h->src));
 	memset(&h->dst, 0, sizeof(h->dst));
 	if (v == 6) {
@@ -235,14 +201,14 @@ static int parse_req(const uint8_t *d, struct uro_cm_mad *m)
 {
 	struct uro_cm_peer *p = &m->peer;
 
-	m->local_id = uro_mad_get32(d + 24);
-	m->sid = uro_mad_get64(d + 32);
-	m->guid = uro_mad_get64(d + 40);
-	p->qpn = get24(d + 56);
+	m->local_id = uro_get32(d + 24);
+	m->sid = uro_get64(d + 32);
+	m->guid = uro_get64(d + 40);
+	p->qpn = uro_get24(d + 56);
 	p->responder_resources = d[59];
 	p->initiator_depth = d[63];
 	m->transport = (d[67] >> 1) & 3;
-	p->psn = get24(d + 68);
+	p->psn = uro_get24(d + 68);
 	p->retry_count = d[71] & 7;
 	m->mtu = d[74] >> 4;
 	p->rnr_retry = d[74] & 7;
@@ -261,16 +227,16 @@ static int parse_rep(const uint8_t *d, struct uro_cm_mad *m)
 {
 	struct uro_cm_peer *p = &m->peer;
 
-	m->local_id = uro_mad_get32(d + 24);
-	m->remote_id = uro_mad_get32(d + 28);
-	p->qpn = get24(d + 36);
-	p->psn = get24(d + 44);
+	m->local_id = uro_get32(d + 24);
+	m->remote_id = uro_get32(d + 28);
+	p->qpn = uro_get24(d + 36);
+	p->psn = uro_get24(d + 44);
 	p->responder_resources = d[48];
 	p->initiator_depth = d[49];
 	m->ack_timeout = d[50] >> 3;
 	p->rnr_retry = d[51] >> 5;
 	p->srq = (d[51] >> 4) & 1;
-	m->guid = uro_mad_get64(d + 52);
+	m->guid = uro_get64(d + 52);
 	return m->local_id && m->remote_id && data_qpn(p->qpn) ? 0 : -1;
 }
 
@@ -282,23 +248,23 @@ static int parse_body(const uint8_t *d, struct uro_cm_mad *m)
 	case MSG_REP:
 		return parse_rep(d, m);
 	case MSG_SIDR_REQ:
-		m->local_id = uro_mad_get32(d + 24);
-		m->sid = uro_mad_get64(d + 32);
+		m->local_id = uro_get32(d + 24);
+		m->sid = uro_get64(d + 32);
 		return m->local_id ? parse_cma(d + 40, &m->cma) : -1;
 	case MSG_SIDR_REP:
-		m->remote_id = uro_mad_get32(d + 24);
+		m->remote_id = uro_get32(d + 24);
 		m->status = d[28];
-		m->peer.qpn = get24(d + 32);
-		m->sid = uro_mad_get64(d + 36);
-		m->peer.qkey = uro_mad_get32(d + 44);
+		m->peer.qpn = uro_get24(d + 32);
+		m->sid = uro_get64(d + 36);
+		m->peer.qkey = uro_get32(d + 44);
 		/* IBTA table 111: statuses 0 to 5; a QP only with success. */
 		return m->status > 5 || (!m->status && !data_qpn(m->peer.qpn)) ? -1 : 0;
 	default:
-		m->local_id = uro_mad_get32(d + 24);
-		m->remote_id = uro_mad_get32(d + 28);
+		m->local_id = uro_get32(d + 24);
+		m->remote_id = uro_get32(d + 28);
 		if (m->type == MSG_REJ) {
 			m->msg = d[32] >> 6;
-			m->status = get16(d + 34);
+			m->status = uro_get16(d + 34);
 			return m->remote_id && m->msg <= 2 ? 0 : -1;
 		}
 		if (m->type == MSG_MRA) {
@@ -307,7 +273,7 @@ static int parse_body(const uint8_t *d, struct uro_cm_mad *m)
 			return m->remote_id && m->msg <= 2 ? 0 : -1;
 		}
 		if (m->type == MSG_DREQ)
-			m->remote_qpn = get24(d + 32);
+			m->remote_qpn = uro_get24(d + 32);
 		return m->local_id && m->remote_id ? 0 : -1;
 	}
 }
@@ -320,7 +286,7 @@ int uro_cm_mad_parse(const uint8_t mad[URO_MAD_LEN], struct uro_cm_mad *m)
 	if (!l)
 		return -1; /* LAP, APR, ClassPortInfo: not used on RoCE */
 	m->type = l->type;
-	m->tid = uro_mad_get64(mad + 8);
+	m->tid = uro_get64(mad + 8);
 	if (parse_body(mad, m))
 		return -1;
 	m->pdata_len = l->user;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "big_endian.h"
 #include "mad_route.h"
 #include "registry.h"
 
@@ -80,7 +81,7 @@ unsigned uro_mad_route(const char *dir, const uint8_t *mad, struct sockaddr_un a
 	if (!uro_mad_is_cm(mad))
 		return 0;
 	if (attr == CM_ATTR_REQ || attr == CM_ATTR_SIDR_REQ) {
-		uint64_t sid = uro_mad_get64(mad + SERVICE_ID);
+		uint64_t sid = uro_get64(mad + SERVICE_ID);
 
 		if (request_gid(mad + (attr == CM_ATTR_REQ ? REQ_CMA_HDR : SIDR_REQ_CMA_HDR), gid))
 			return 0;
@@ -90,9 +91,9 @@ unsigned uro_mad_route(const char *dir, const uint8_t *mad, struct sockaddr_un a
 		return len[0] && len[1] ? 2 : 0;
 	}
 	if (attr == CM_ATTR_SIDR_REP)
-		id = uro_mad_get32(mad + COMM_ID_LOCAL); /* the Request ID: ours */
+		id = uro_get32(mad + COMM_ID_LOCAL); /* the Request ID: ours */
 	else if (attr >= CM_ATTR_MRA && attr <= CM_ATTR_DREP)
-		id = uro_mad_get32(mad + COMM_ID_REMOTE);
+		id = uro_get32(mad + COMM_ID_REMOTE);
 	else
 		return 0;
 	if (!uro_cm_agent_of(id))

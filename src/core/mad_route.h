@@ -43,16 +43,6 @@ struct uro_mad_envelope {
 	uint8_t mad[URO_MAD_LEN];
 };
 
-static inline uint32_t uro_mad_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t uro_mad_get64(const uint8_t *p)
-{
-	return (uint64_t)uro_mad_get32(p) << 32 | uro_mad_get32(p + 4);
-}
-
 /* The CM agent an id's communication ID belongs to. */
 static inline unsigned uro_cm_agent_of(uint32_t comm_id)
 {

@@ -9,6 +9,7 @@
 
 #include "../check.h"
 #include "../pcap_frames.h"
+#include "big_endian.h"
 #include "mad_codec.h"
 #include "mad_route.h"
 
@@ -109,8 +110,8 @@ static void check_unheard(void)
 	CHECK_EQ(ours.status, kernels.status);
 	CHECK_EQ(ours.msg, kernels.msg);
 	CHECK_EQ(ours.local_id, 0);
-	CHECK_EQ(ours.remote_id, uro_mad_get32(first_req + 24));
-	CHECK_EQ(ours.tid, uro_mad_get64(first_req + 8));
+	CHECK_EQ(ours.remote_id, uro_get32(first_req + 24));
+	CHECK_EQ(ours.tid, uro_get64(first_req + 8));
 }
 
 /* What the kernel drops, we drop: every mutation below is refused. */

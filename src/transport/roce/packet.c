@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "big_endian.h"
 #include "icrc.h"
 
 #define IPV4_MIN_LEN 20
@@ -12,63 +13,19 @@
 #define UDP_LEN	     8
 #define IPPROTO_UDP_ 17
 
-static uint16_t get16(const uint8_t *b)
-{
-	return (uint16_t)(b[0] << 8 | b[1]);
-}
-
-static uint32_t get24(const uint8_t *b)
-{
-	return (uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2];
-}
-
-static uint32_t get32(const uint8_t *b)
-{
-	return (uint32_t)get16(b) << 16 | get16(b + 2);
-}
-
-static uint64_t get64(const uint8_t *b)
-{
-	return (uint64_t)get32(b) << 32 | get32(b + 4);
-}
-
-static void put16(uint8_t *b, uint16_t v)
-{
-	b[0] = (uint8_t)(v >> 8);
-	b[1] = (uint8_t)v;
-}
-
-static void put24(uint8_t *b, uint32_t v)
-{
-	b[0] = (uint8_t)(v >> 16);
-	put16(b + 1, (uint16_t)v);
-}
-
-static void put32(uint8_t *b, uint32_t v)
-{
-	put16(b, (uint16_t)(v >> 16));
-	put16(b + 2, (uint16_t)v);
-}
-
-static void put64(uint8_t *b, uint64_t v)
-{
-	put32(b, (uint32_t)(v >> 32));
-	put32(b + 4, (uint32_t)v);
-}
-
 void uro_roce_ipv4_udp(uint8_t *h, uint32_t src, uint32_t dst, uint16_t sport, size_t len)
 {
 	memset(h, 0, URO_ROCE_IPV4_UDP_LEN);
 	h[0] = 0x45;
-	put16(h + 2, (uint16_t)(URO_ROCE_IPV4_UDP_LEN + len));
-	put16(h + 6, 0x4000); /* DF */
+	uro_put16(h + 2, (uint16_t)(URO_ROCE_IPV4_UDP_LEN + len));
+	uro_put16(h + 6, 0x4000); /* DF */
 	h[8] = 64;
 	h[9] = IPPROTO_UDP_;
 	memcpy(h + 12, &src, 4);
 	memcpy(h + 16, &dst, 4);
 	memcpy(h + 20, &sport, 2);
-	put16(h + 22, URO_ROCE_PORT);
-	put16(h + 24, (uint16_t)(UDP_LEN + len));
+	uro_put16(h + 22, URO_ROCE_PORT);
+	uro_put16(h + 24, (uint16_t)(UDP_LEN + len));
 }
 
 static const uint8_t ipv4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -92,14 +49,14 @@ size_t uro_roce_ip_udp(uint8_t *h, const uint8_t src[16], const uint8_t dst[16],
 	}
 	memset(h, 0, URO_ROCE_IPV6_UDP_LEN);
 	h[0] = 0x60;
-	put16(h + 4, (uint16_t)(UDP_LEN + len));
+	uro_put16(h + 4, (uint16_t)(UDP_LEN + len));
 	h[6] = IPPROTO_UDP_;
 	h[7] = 64;
 	memcpy(h + 8, src, 16);
 	memcpy(h + 24, dst, 16);
 	memcpy(h + IPV6_LEN, &sport, 2);
-	put16(h + IPV6_LEN + 2, URO_ROCE_PORT);
-	put16(h + IPV6_LEN + 4, (uint16_t)(UDP_LEN + len));
+	uro_put16(h + IPV6_LEN + 2, URO_ROCE_PORT);
+	uro_put16(h + IPV6_LEN + 4, (uint16_t)(UDP_LEN + len));
 	return URO_ROCE_IPV6_UDP_LEN;
 }
 
@@ -108,12 +65,12 @@ void uro_roce_ipv4_checksum(uint8_t *h)
 {
 	uint32_t sum = 0;
 
-	put16(h + 10, 0);
+	uro_put16(h + 10, 0);
 	for (int i = 0; i < IPV4_MIN_LEN; i += 2)
-		sum += get16(h + i);
+		sum += uro_get16(h + i);
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
-	put16(h + 10, (uint16_t)~sum);
+	uro_put16(h + 10, (uint16_t)~sum);
 }
 
 /* The IP header's length and the datagram's, from the header itself; 0
@@ -123,13 +80,13 @@ static size_t ip_header(const uint8_t *ip, size_t len, size_t *datagram)
 	if (len >= IPV4_MIN_LEN && ip[0] >> 4 == 4) {
 		size_t hl = (size_t)(ip[0] & 0x0f) * 4;
 
-		*datagram = get16(ip + 2);
+		*datagram = uro_get16(ip + 2);
 		if (hl < IPV4_MIN_LEN || ip[9] != IPPROTO_UDP_ || *datagram < hl)
 			return 0;
 		return hl;
 	}
 	if (len >= IPV6_LEN && ip[0] >> 4 == 6) {
-		*datagram = IPV6_LEN + (size_t)get16(ip + 4);
+		*datagram = IPV6_LEN + (size_t)uro_get16(ip + 4);
 		return ip[6] == IPPROTO_UDP_ ? IPV6_LEN : 0;
 	}
 	return 0;
@@ -142,12 +99,12 @@ static void parse_bth(const uint8_t *b, struct uro_roce_packet *p)
 	p->se = b[1] >> 7;
 	p->migreq = (b[1] >> 6) & 1;
 	p->pad = (b[1] >> 4) & 3;
-	p->pkey = get16(b + 2);
+	p->pkey = uro_get16(b + 2);
 	p->fecn = b[4] >> 7;
 	p->becn = (b[4] >> 6) & 1;
-	p->dest_qp = get24(b + 5);
+	p->dest_qp = uro_get24(b + 5);
 	p->ack_req = b[8] >> 7;
-	p->psn = get24(b + 9);
+	p->psn = uro_get24(b + 9);
 }
 
 /* The extension headers, in their order (wire_opcode.h); returns the
@@ -157,38 +114,38 @@ static size_t parse_ext(const uint8_t *b, uint8_t hdrs, struct uro_roce_packet *
 	const uint8_t *start = b;
 
 	if (hdrs & HDR_DETH) {
-		p->deth.qkey = get32(b);
-		p->deth.src_qp = get24(b + 5);
+		p->deth.qkey = uro_get32(b);
+		p->deth.src_qp = uro_get24(b + 5);
 		b += 8;
 	}
 	if (hdrs & HDR_RETH) {
-		p->reth.va = get64(b);
-		p->reth.rkey = get32(b + 8);
-		p->reth.len = get32(b + 12);
+		p->reth.va = uro_get64(b);
+		p->reth.rkey = uro_get32(b + 8);
+		p->reth.len = uro_get32(b + 12);
 		b += 16;
 	}
 	if (hdrs & HDR_ATOMIC_ETH) {
-		p->atomic.va = get64(b);
-		p->atomic.rkey = get32(b + 8);
-		p->atomic.swap_add = get64(b + 12);
-		p->atomic.compare = get64(b + 20);
+		p->atomic.va = uro_get64(b);
+		p->atomic.rkey = uro_get32(b + 8);
+		p->atomic.swap_add = uro_get64(b + 12);
+		p->atomic.compare = uro_get64(b + 20);
 		b += 28;
 	}
 	if (hdrs & HDR_AETH) {
 		p->aeth.syndrome = b[0];
-		p->aeth.msn = get24(b + 1);
+		p->aeth.msn = uro_get24(b + 1);
 		b += 4;
 	}
 	if (hdrs & HDR_ATOMIC_ACK_ETH) {
-		p->atomic_ack = get64(b);
+		p->atomic_ack = uro_get64(b);
 		b += 8;
 	}
 	if (hdrs & HDR_IMMDT) {
-		p->imm = get32(b);
+		p->imm = uro_get32(b);
 		b += 4;
 	}
 	if (hdrs & HDR_IETH) {
-		p->inv_rkey = get32(b);
+		p->inv_rkey = uro_get32(b);
 		b += 4;
 	}
 	return (size_t)(b - start);
@@ -205,9 +162,9 @@ enum uro_roce_drop uro_roce_parse(const uint8_t *ip, size_t len, struct uro_roce
 		return ROCE_NOT_ROCE;
 	if (datagram > len || datagram < hl + UDP_LEN)
 		return ROCE_TRUNCATED;
-	if (get16(udp + 2) != URO_ROCE_PORT)
+	if (uro_get16(udp + 2) != URO_ROCE_PORT)
 		return ROCE_NOT_ROCE;
-	if (get16(udp + 4) != datagram - hl ||
+	if (uro_get16(udp + 4) != datagram - hl ||
 	    datagram < hl + UDP_LEN + URO_ROCE_BTH_LEN + URO_ROCE_ICRC_LEN)
 		return ROCE_TRUNCATED;
 	parse_bth(bth, p);
@@ -245,39 +202,39 @@ static size_t build_ext(uint8_t *b, uint8_t hdrs, const struct uro_roce_packet *
 	uint8_t *start = b;
 
 	if (hdrs & HDR_DETH) {
-		put32(b, p->deth.qkey);
+		uro_put32(b, p->deth.qkey);
 		b[4] = 0;
-		put24(b + 5, p->deth.src_qp);
+		uro_put24(b + 5, p->deth.src_qp);
 		b += 8;
 	}
 	if (hdrs & HDR_RETH) {
-		put64(b, p->reth.va);
-		put32(b + 8, p->reth.rkey);
-		put32(b + 12, p->reth.len);
+		uro_put64(b, p->reth.va);
+		uro_put32(b + 8, p->reth.rkey);
+		uro_put32(b + 12, p->reth.len);
 		b += 16;
 	}
 	if (hdrs & HDR_ATOMIC_ETH) {
-		put64(b, p->atomic.va);
-		put32(b + 8, p->atomic.rkey);
-		put64(b + 12, p->atomic.swap_add);
-		put64(b + 20, p->atomic.compare);
+		uro_put64(b, p->atomic.va);
+		uro_put32(b + 8, p->atomic.rkey);
+		uro_put64(b + 12, p->atomic.swap_add);
+		uro_put64(b + 20, p->atomic.compare);
 		b += 28;
 	}
 	if (hdrs & HDR_AETH) {
 		b[0] = p->aeth.syndrome;
-		put24(b + 1, p->aeth.msn);
+		uro_put24(b + 1, p->aeth.msn);
 		b += 4;
 	}
 	if (hdrs & HDR_ATOMIC_ACK_ETH) {
-		put64(b, p->atomic_ack);
+		uro_put64(b, p->atomic_ack);
 		b += 8;
 	}
 	if (hdrs & HDR_IMMDT) {
-		put32(b, p->imm);
+		uro_put32(b, p->imm);
 		b += 4;
 	}
 	if (hdrs & HDR_IETH) {
-		put32(b, p->inv_rkey);
+		uro_put32(b, p->inv_rkey);
 		b += 4;
 	}
 	return (size_t)(b - start);
@@ -290,11 +247,11 @@ size_t uro_roce_build(const struct uro_roce_packet *p, uint8_t *out)
 
 	b[0] = p->opcode;
 	b[1] = (uint8_t)(p->se << 7 | p->migreq << 6 | pad << 4); /* TVer 0 */
-	put16(b + 2, p->pkey);
+	uro_put16(b + 2, p->pkey);
 	b[4] = (uint8_t)(p->fecn << 7 | p->becn << 6);
-	put24(b + 5, p->dest_qp);
+	uro_put24(b + 5, p->dest_qp);
 	b[8] = (uint8_t)(p->ack_req << 7);
-	put24(b + 9, p->psn);
+	uro_put24(b + 9, p->psn);
 	b += URO_ROCE_BTH_LEN;
 	b += build_ext(b, p->op->hdrs, p);
 	if (p->payload_len && p->payload) /* NULL: the caller writes it there */
