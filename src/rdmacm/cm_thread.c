@@ -356,6 +356,23 @@ static void pause_listener(struct watch *lw)
 	set_deadline(lw, ACCEPT_PAUSE_MS);
 }
 
+/* A watch of fd for the id (or a listener's MADs), armed; NULL without
+ * memory. */
+static struct watch *watch_new(int fd, struct uro_cm_id *id, struct uro_cm_id *listener,
+			       enum mad_watch mad)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->sock = fd;
+	w->id = id;
+	w->listener = listener;
+	w->mad = mad;
+	arm(w);
+	return w;
+}
+
 /* One connection from a listening socket, watched for what it brings
  * for a response timeout; NULL when none waits (with the fd table full,
  * the listener pauses). */
@@ -370,15 +387,11 @@ static struct watch *accept_one(struct watch *lw, int flags, struct uro_cm_id *l
 			pause_listener(lw);
 		return NULL;
 	}
-	w = calloc(1, sizeof(*w));
+	w = watch_new(s, NULL, listener, mad);
 	if (!w) {
 		close(s);
 		return NULL;
 	}
-	w->sock = s;
-	w->mad = mad;
-	w->listener = listener;
-	arm(w);
 	set_deadline(w, URO_CM_RESPONSE_MS);
 	return w;
 }
@@ -555,15 +568,10 @@ int uro_cm_watch(struct uro_cm_id *id)
 	struct watch *w;
 
 	start();
-	w = calloc(1, sizeof(*w));
-	if (epfd < 0 || !w) {
-		free(w);
+	w = epfd < 0 ? NULL : watch_new(id->sock, id, NULL, NOT_MAD);
+	if (!w)
 		return -1;
-	}
-	w->id = id;
-	w->sock = id->sock;
 	id->watch = w;
-	arm(w);
 	return 0;
 }
 
@@ -584,19 +592,8 @@ void uro_cm_expect_answer(struct uro_cm_id *id)
 /* Called with the CM lock held. */
 void *uro_cm_watch_fd(int fd, struct uro_cm_id *listener)
 {
-	struct watch *w;
-
 	start();
-	w = calloc(1, sizeof(*w));
-	if (epfd < 0 || !w) {
-		free(w);
-		return NULL;
-	}
-	w->sock = fd;
-	w->mad = MAD_LISTENER;
-	w->listener = listener;
-	arm(w);
-	return w;
+	return epfd < 0 ? NULL : watch_new(fd, NULL, listener, MAD_LISTENER);
 }
 
 /* Called with the CM lock held: the fd is closed too. */
