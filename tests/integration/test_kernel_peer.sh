@@ -5,17 +5,20 @@
 # on both sides, each side serving in turn: the verbs data path (RC, UD),
 # the IB CM's MADs on QP 1 (rping, ucmatose, udaddy's SIDR, rdma_server,
 # cmtime, perftest -R), multicast (mckey), and a REJ for a port nobody
-# listens on. Needs root (CI runs
-# as root); skipped otherwise.
+# listens on. Needs root (CI runs as root) for its namespace and tap;
+# skipped otherwise.
 . "$(dirname "$0")/lib.sh" 120
 . "$(dirname "$0")/../kernel_peer/peer.sh"
 need_netns
+# What install-deps installs is there, as for every other test's programs
+# (test_libfabric.sh): a missing one fails the test, never skips it.
 for p in qemu-system-x86_64 busybox cpio depmod; do
-	command -v $p >/dev/null || {
-		echo "SKIP: no $p (scripts/install-deps installs it)"
-		exit 77
-	}
+	command -v $p >/dev/null || bad "no $p (scripts/install-deps installs it)"
 done
+[ "$fails" -eq 0 ] || {
+	finish
+	exit
+}
 
 ns=ukp$$ net=198.18.$((100 + $$ % 150))
 trap 'peer_stop; ip netns del $ns 2>/dev/null; rm -rf "$PAIR_DIR"; rm -f "$UROCE_CONFIG"' EXIT

@@ -12,14 +12,11 @@
  * off (wire_socket.c): the host's own members get it over shared memory
  * (datagram.c). A link on lo has no other host: nothing is joined or
  * sent there. */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "wire.h"
 #include "wire_socket.h"
 
