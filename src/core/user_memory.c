@@ -7,6 +7,23 @@
 #include <stdint.h>
 #include <string.h>
 
+/* A NIC's reads and writes of the program's memory are the device's, not
+ * the program's, and a tool that checks the program's accesses never sees
+ * them. uroce's guarded accesses stand for them: under valgrind they are
+ * not the program's errors either (a fault among them is the unmapped
+ * buffer the completion reports, which valgrind would report first). */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define DEVICE_ACCESS_BEGIN() VALGRIND_DISABLE_ERROR_REPORTING
+#define DEVICE_ACCESS_END()   VALGRIND_ENABLE_ERROR_REPORTING
+#endif
+#endif
+#ifndef DEVICE_ACCESS_BEGIN
+#define DEVICE_ACCESS_BEGIN() ((void)0)
+#define DEVICE_ACCESS_END()   ((void)0)
+#endif
+
 /* Steps of the probe: the smallest page there is, so that no page of a
  * buffer is skipped whatever the mapping's page size. */
 #define PROBE_STEP 4096u
@@ -115,13 +132,17 @@ static int guarded(void (*access)(const struct guard *), struct guard *g)
 {
 	if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
 		pthread_once(&once, install);
-	if (sigsetjmp(g->env, 0))
+	if (sigsetjmp(g->env, 0)) {
+		DEVICE_ACCESS_END();
 		return EFAULT;
+	}
+	DEVICE_ACCESS_BEGIN();
 	guard = g;
 	BARRIER();
 	access(g);
 	BARRIER();
 	guard = NULL;
+	DEVICE_ACCESS_END();
 	return 0;
 }
 

@@ -614,7 +614,7 @@ static int receive_from(struct uro_context *ctx, enum uro_wire_family f, int fd)
 		}
 		take_datagram(ctx, w->rx[i], m[i].msg_len, seg, &fh);
 	}
-	uro_wire_place_runs(ctx); /* before the buffers take the next batch */
+	uro_wire_batch_end(ctx); /* before the buffers take the next batch */
 	return n;
 }
 
@@ -652,7 +652,7 @@ static void take_forwarded(void *arg, size_t len)
 		return;
 	}
 	dispatch(f->ctx, w->rx[0], len - sizeof(f->fh), &f->fh, 1);
-	uro_wire_place_runs(f->ctx); /* the next one comes into the same buffer */
+	uro_wire_batch_end(f->ctx); /* the next one comes into the same buffer */
 }
 
 /* Packets other processes passed on: trusted no more than the network's. */

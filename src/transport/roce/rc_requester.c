@@ -56,41 +56,53 @@ static void send_request(struct uro_context *ctx, struct uro_qp *qp, struct uro_
 	uro_wire_send(ctx->wire, &wq->peer, wq->burst[0], tlen);
 }
 
-/* The packets of a message built in a QP's burst buffers, waiting for
- * their payload and their send. */
+/* Packets built in a QP's burst buffers, of one message or of several
+ * that follow each other, waiting for their send: one system call for a
+ * stream of small messages as for a long one's packets. */
 struct burst {
 	unsigned n;
-	uint64_t off, len; /* the message's bytes they carry */
+	unsigned first;	   /* the current message's first packet */
+	uint64_t off, len; /* the current message's bytes its packets carry */
 	size_t tlen[URO_WIRE_BURST];
 	struct iovec dst[URO_WIRE_BURST];
 };
 
-/* Copies the burst's payload from the request's buffers with as few system
- * calls as uro_wire_gather can (its packets carry consecutive bytes of the
- * message) and sends it.
- * A buffer the program unmapped under its key is the local protection
- * error a NIC reports, and nothing of the burst leaves. */
-static enum ibv_wc_status send_burst(struct uro_context *ctx, struct uro_qp *qp, struct burst *b,
-				     const struct iovec *liov, int nl)
+/* Copies the current message's payload into its packets from the
+ * request's buffers, with as few copies as uro_wire_gather can (they carry
+ * consecutive bytes of the message). A buffer the program unmapped under
+ * its key is the local protection error a NIC reports, and none of the
+ * message's packets leave. */
+static enum ibv_wc_status fill(struct uro_context *ctx, struct burst *b, const struct iovec *liov,
+			       int nl)
 {
 	struct iovec src[URO_MAX_SGE];
-	int ns = uro_iov_slice(liov, nl, b->off, b->len, src);
-	unsigned n = b->n;
+	unsigned first = b->first;
+	int ns;
 
-	b->n = 0;
-	if (b->len && uro_wire_gather(ctx, b->dst, n, src, ns, NULL))
-		return IBV_WC_LOC_PROT_ERR;
-	uro_wire_send_burst(ctx->wire, &qp->wire->peer, qp->wire->burst, b->tlen, n);
-	return IBV_WC_SUCCESS;
+	b->first = b->n;
+	if (!b->len)
+		return IBV_WC_SUCCESS;
+	ns = uro_iov_slice(liov, nl, b->off, b->len, src);
+	if (!uro_wire_gather(ctx, b->dst + first, b->n - first, src, ns, NULL))
+		return IBV_WC_SUCCESS;
+	b->n = b->first = first;
+	return IBV_WC_LOC_PROT_ERR;
 }
 
-/* Builds packet i of the message into the next burst buffer. */
+static void send_burst(struct uro_context *ctx, struct uro_qp *qp, struct burst *b)
+{
+	if (b->n)
+		uro_wire_send_burst(ctx->wire, &qp->wire->peer, qp->wire->burst, b->tlen, b->n);
+	b->n = b->first = 0;
+}
+
+/* Builds a packet of the current message into the next burst buffer. */
 static void add_packet(struct uro_qp *qp, struct burst *b, struct uro_roce_packet *pkt,
 		       uint64_t off)
 {
 	uint8_t *buf = qp->wire->burst[b->n];
 
-	if (!b->n) {
+	if (b->n == b->first) {
 		b->off = off;
 		b->len = 0;
 	}
@@ -104,8 +116,8 @@ static void add_packet(struct uro_qp *qp, struct burst *b, struct uro_roce_packe
 /* Sends the message's packets from q->tx on, as far as the window goes,
  * a burst at a time. */
 static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *qp,
-				       struct uro_wire_wqe *q, const struct iovec *liov, int nl,
-				       uint64_t len)
+				       struct uro_wire_wqe *q, struct burst *b,
+				       const struct iovec *liov, int nl, uint64_t len)
 {
 	const struct ibv_send_wr *wr = &q->p.wr;
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
@@ -114,7 +126,6 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 								: WIRE_WRITE;
 	enum uro_wire_qp t = uro_wire_is_rc(qp) ? WIRE_RC : WIRE_UC;
 	uint32_t mtu = qp->wire->mtu, half = window(ctx, qp) / 2;
-	struct burst b = {0};
 
 	for (uint32_t i = q->tx; i < q->npsn; i = ++q->tx) {
 		uint8_t pos = uro_wire_place(i, q->npsn);
@@ -136,11 +147,14 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 		pkt.imm = ntohl(wr->imm_data);
 		pkt.inv_rkey = wr->invalidate_rkey;
 		pkt.payload_len = (uint32_t)(len - off < mtu ? len - off : mtu);
-		add_packet(qp, &b, &pkt, off);
-		if (b.n == URO_WIRE_BURST && send_burst(ctx, qp, &b, liov, nl) != IBV_WC_SUCCESS)
-			return IBV_WC_LOC_PROT_ERR;
+		add_packet(qp, b, &pkt, off);
+		if (b->n == URO_WIRE_BURST) {
+			if (fill(ctx, b, liov, nl) != IBV_WC_SUCCESS)
+				return IBV_WC_LOC_PROT_ERR;
+			send_burst(ctx, qp, b);
+		}
 	}
-	return b.n ? send_burst(ctx, qp, &b, liov, nl) : IBV_WC_SUCCESS;
+	return fill(ctx, b, liov, nl);
 }
 
 /* A READ asks for at most a window of responses at a time: the rest in
@@ -205,8 +219,10 @@ static uint32_t psns_of(uint8_t kind, uint64_t len, uint32_t mtu)
 	return len ? (uint32_t)((len + mtu - 1) / mtu) : 1;
 }
 
-/* Sends (or sends again) one WQE; its PSNs are given the first time. */
-static void transmit(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire_wqe *q)
+/* Sends (or sends again) one WQE; its PSNs are given the first time. A
+ * SEND's or WRITE's packets join the burst, which the caller sends. */
+static void transmit(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire_wqe *q,
+		     struct burst *b)
 {
 	const struct ibv_send_wr *wr = &q->p.wr;
 	struct iovec liov[URO_MAX_SGE];
@@ -238,11 +254,15 @@ static void transmit(struct uro_context *ctx, struct uro_qp *qp, struct uro_wire
 		q->sent = 1;
 		q->tx = 0;
 	}
+	/* A READ or atomic request is built in the first burst buffer, and
+	 * follows the packets before it. */
+	if (q->kind == URO_OP_READ || q->kind == URO_OP_ATOMIC)
+		send_burst(ctx, qp, b);
 	if (q->kind == URO_OP_READ)
 		send_read(ctx, qp, q, len);
 	else if (q->kind == URO_OP_ATOMIC)
 		send_atomic(ctx, qp, q);
-	else if ((st = send_message(ctx, qp, q, liov, nl, len)) != IBV_WC_SUCCESS) {
+	else if ((st = send_message(ctx, qp, q, b, liov, nl, len)) != IBV_WC_SUCCESS) {
 		q->status = (uint8_t)st;
 		q->done = 1;
 	}
@@ -255,6 +275,7 @@ void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp)
 {
 	struct uro_qp_wire *wq = qp->wire;
 	unsigned rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+	struct burst b = {0};
 
 	/* An RNR wait holds everything back until its timer (IBTA 9.7.5.2.8). */
 	if (wq->rnr_wait)
@@ -262,7 +283,7 @@ void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp)
 	if (wq->partial) {
 		struct uro_wire_wqe *q = uro_wire_at(wq, wq->next - 1);
 
-		transmit(ctx, qp, q);
+		transmit(ctx, qp, q, &b);
 		wq->partial = !q->done && q->tx < q->npsn;
 	}
 	while (!wq->partial && wq->next != wq->tail) {
@@ -270,7 +291,7 @@ void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp)
 
 		if (uro_wire_reads_back(q->kind) && wq->rd_out >= rd_max)
 			break;
-		transmit(ctx, qp, q);
+		transmit(ctx, qp, q, &b);
 		if (!q->done && !q->tx)
 			break; /* not a packet fits the window yet */
 		wq->next++;
@@ -281,6 +302,7 @@ void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp)
 		/* The rest when ACKs open the window. */
 		wq->partial = !q->done && q->tx < q->npsn;
 	}
+	send_burst(ctx, qp, &b);
 	uro_wire_retire(ctx, qp);
 }
 

@@ -84,22 +84,13 @@ static int add_to_run(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	return 0;
 }
 
-/* An ACK, NAK or atomic ACK (with the original value) from this QP. */
-static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t psn,
-		  uint8_t syndrome, uint64_t atomic_ack)
+static void transmit(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t psn,
+		     uint8_t syndrome, uint64_t atomic_ack)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 	struct uro_roce_packet pkt;
-	uint32_t run_psn = qp->wire->rq.run.psn;
 	size_t tlen;
 
-	/* Nothing is acknowledged before it is placed; what could not be is
-	 * NAKed instead. */
-	if (place_run(ctx, qp)) {
-		code = uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0);
-		psn = run_psn;
-		syndrome = SYNDROME_NAK(R_NAK_ACCESS);
-	}
 	uro_wire_header(&pkt, code, qp->attr.dest_qp_num, psn);
 	pkt.atomic_ack = atomic_ack;
 	pkt.aeth.syndrome = syndrome;
@@ -108,9 +99,65 @@ static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t
 	uro_wire_send(w, &qp->wire->peer, w->burst[0], tlen);
 }
 
+/* The ACK the batch left due, now: an answer never overtakes it. */
+static void send_due_ack(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+
+	if (!rq->ack_due)
+		return;
+	rq->ack_due = 0;
+	transmit(ctx, qp, uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0), rq->ack_psn, SYNDROME_ACK,
+		 0);
+}
+
+/* An ACK, NAK or atomic ACK (with the original value) from this QP. */
+static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t psn,
+		  uint8_t syndrome, uint64_t atomic_ack)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+	uint32_t run_psn = rq->run.psn;
+	int ack = code == uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0);
+
+	/* Nothing is acknowledged before it is placed; what could not be is
+	 * NAKed instead. */
+	if (place_run(ctx, qp)) {
+		ack = 1;
+		code = uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0);
+		psn = run_psn;
+		syndrome = SYNDROME_NAK(R_NAK_ACCESS);
+	}
+	/* An ACK of a later PSN says what the due one would (IBTA 9.7.5.1.2:
+	 * coalesced acknowledgements). */
+	if (ack && syndrome == SYNDROME_ACK && uro_psn_diff(psn, rq->ack_psn) >= 0)
+		rq->ack_due = 0;
+	send_due_ack(ctx, qp);
+	transmit(ctx, qp, code, psn, syndrome, atomic_ack);
+}
+
 static void send_ack(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	reply(ctx, qp, uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0), psn, syndrome, 0);
+}
+
+/* A packet that asked for an ACK gets it when the batch it came in ends,
+ * with every other of the batch's that asked (IBTA 9.7.5.1.2: one ACK
+ * acknowledges every PSN up to its own), so that a stream of small
+ * messages costs the responder one datagram a batch, not one a message. */
+static void ack_later(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	struct uro_wire_rq *rq = &qp->wire->rq;
+
+	if (!rq->ack_due) {
+		if (w->nacks == URO_WIRE_ACKS) {
+			send_ack(ctx, qp, psn, SYNDROME_ACK);
+			return;
+		}
+		w->acks[w->nacks++] = qp;
+	}
+	rq->ack_due = 1;
+	rq->ack_psn = psn;
 }
 
 /* Completes the receive the message took; pkt (its last packet) gives the
@@ -354,6 +401,7 @@ static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
 
 	if (r != R_OK)
 		return r;
+	send_due_ack(ctx, qp);
 	for (uint32_t i = 0; i < n; i += URO_WIRE_BURST) {
 		uint32_t k = n - i < URO_WIRE_BURST ? n - i : URO_WIRE_BURST;
 
@@ -526,6 +574,18 @@ void uro_wire_place_runs(struct uro_context *ctx)
 	}
 }
 
+void uro_wire_batch_end(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	unsigned n;
+
+	uro_wire_place_runs(ctx);
+	n = w->nacks;
+	w->nacks = 0;
+	for (unsigned i = 0; i < n; i++)
+		send_due_ack(ctx, w->acks[i]);
+}
+
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
@@ -562,7 +622,7 @@ void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct u
 		/* READs and atomics were answered with their data. */
 		if (pkt->ack_req && (pkt->op->op == WIRE_SEND || pkt->op->op == WIRE_WRITE ||
 				     pkt->op->op == WIRE_ATOMIC_WRITE))
-			send_ack(ctx, qp, pkt->psn, SYNDROME_ACK);
+			ack_later(ctx, qp, pkt->psn);
 		return;
 	}
 	if (r == R_DROP)

@@ -24,6 +24,8 @@
 
 /* Datagrams taken with one recvmmsg. */
 #define URO_WIRE_BATCH 16
+/* QPs a batch can owe an ACK at once; one more is acknowledged at once. */
+#define URO_WIRE_ACKS 64
 /* Room for the IP (4 or 6) and UDP headers, written in front of each
  * packet only to compute its ICRC (they end where the BTH starts): the
  * kernel writes the real ones. */
@@ -143,6 +145,8 @@ struct uro_wire_endpoint {
 	    *burst)[URO_WIRE_BUF]; /* the responders' packets (URO_WIRE_BURST), under rx_lock */
 	struct uro_qp *runs[URO_WIRE_BATCH]; /* QPs whose WRITE runs wait, under rx_lock */
 	unsigned nruns;
+	struct uro_qp *acks[URO_WIRE_ACKS]; /* QPs with an ACK due, under rx_lock */
+	unsigned nacks;
 	uint32_t qp_limit;	 /* above every QP table index on the wire: the timers' scan */
 	uint64_t last_active_ns; /* the program's last poll, or post on the wire */
 	uint64_t look_ns;	 /* the progress thread's, while the program polls */
@@ -203,6 +207,10 @@ struct uro_wire_rq {
 	} replay[URO_MAX_RD_ATOMIC + 1];
 	unsigned replay_next;
 	struct uro_wire_run run;
+	/* An ACK a packet of the batch asked for, sent when the batch ends
+	 * (uro_wire_batch_end), or before any other answer of this QP's. */
+	int ack_due;
+	uint32_t ack_psn;
 };
 
 struct uro_qp_wire {
@@ -353,6 +361,9 @@ void uro_wire_complete(struct uro_context *ctx, struct uro_qp *qp,
 /* Places the WRITE runs the batch just received left waiting: before the
  * receive buffers are reused. */
 void uro_wire_place_runs(struct uro_context *ctx);
+/* The end of a received batch: its WRITE runs placed, then one ACK per QP
+ * for all the batch's packets that asked for one. */
+void uro_wire_batch_end(struct uro_context *ctx);
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp,
 		      const struct uro_roce_packet *pkt);
 /* ud.c */

@@ -1,0 +1,120 @@
+/* Two processes of one host on the wire (UROCE_TRANSPORT=roce, which the
+ * test sets itself; on lo): a stream of small SENDs costs a few system
+ * calls, not one per message on each side. 512 SENDs of 8 bytes posted as
+ * one list leave in GSO bursts of several messages each (before, each
+ * message was a datagram of its own), and the responder acknowledges each
+ * received batch once (IBTA 9.7.5.1.2, coalesced acknowledgements), not
+ * each message that asked. Every SEND still arrives once, in order, and
+ * every completion comes. */
+#include <sys/wait.h>
+
+#include "../check.h"
+#include "pair.h"
+#include "stat_read.h"
+
+#define SENDS 512
+#define SIZE  8
+/* A burst carries up to 64 packets: a few dozen datagrams at most. */
+#define ACKS_AT_MOST (SENDS / 4)
+
+static const struct ibv_qp_cap CAP = {
+    .max_send_wr = SENDS, .max_recv_wr = SENDS, .max_send_sge = 1, .max_recv_sge = 1};
+
+/* The responder: receives every SEND, then says how many packets it sent:
+ * its ACKs, since it sends nothing else. */
+static int responder(int up, int down)
+{
+	static struct side B;
+	uint32_t qpn;
+	char line[4096];
+	long long acks;
+	struct ibv_wc wc;
+
+	if (side_open(&B, IBV_QPT_RC, 2 * SENDS, CAP) || write(up, &B.qp->qp_num, 4) != 4 ||
+	    read(down, &qpn, 4) != 4 || qp_connect(B.qp, qpn, 7, 1))
+		return 1;
+	for (uint32_t i = 0; i < SENDS; i++)
+		if (post_recv_buf(&B, i, B.buf + SIZE * i, SIZE))
+			return 2;
+	if (write(up, "R", 1) != 1)
+		return 3;
+	for (uint32_t i = 0; i < SENDS; i++)
+		if (poll_one(B.cq, &wc) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != i ||
+		    wc.byte_len != SIZE || *(uint32_t *)(B.buf + SIZE * i) != i)
+			return 4;
+	/* The requester has its last completion before it asks. */
+	if (read(down, &qpn, 4) != 4)
+		return 5;
+	stat_line("uroce0", "link uroce0/1 ", line, sizeof(line));
+	acks = field(line, "sent_pkts");
+	if (write(up, &acks, sizeof(acks)) != sizeof(acks) || read(down, &qpn, 4) != 4)
+		return 6;
+	side_close(&B);
+	return 0;
+}
+
+int main(void)
+{
+	static struct side A;
+	static struct ibv_sge sge[SENDS];
+	static struct ibv_send_wr wr[SENDS];
+	struct ibv_send_wr *bad;
+	int up[2], down[2], status;
+	uint32_t qpn;
+	long long acks = -1, sent, gso;
+	char ready, line[4096];
+	struct ibv_wc wc;
+	pid_t pid;
+
+	setenv("UROCE_TRANSPORT", "roce", 1);
+	CHECK_EQ(pipe(up), 0);
+	CHECK_EQ(pipe(down), 0);
+	/* Forked before either opens a device (test_flow_socket.c says why). */
+	pid = fork();
+	if (pid == 0)
+		_exit(responder(up[1], down[0]));
+	close(up[1]);
+	CHECK_EQ(side_open(&A, IBV_QPT_RC, 2 * SENDS, CAP), 0);
+	CHECK_EQ(read(up[0], &qpn, 4), 4);
+	CHECK_EQ(qp_connect(A.qp, qpn, 7, 1), 0);
+	CHECK_EQ(write(down[1], &A.qp->qp_num, 4), 4);
+	if (read(up[0], &ready, 1) != 1) {
+		waitpid(pid, &status, 0);
+		printf("the responder failed before it was ready: status %d\n", status);
+		CHECK(0);
+		return check_report();
+	}
+	for (uint32_t i = 0; i < SENDS; i++) {
+		*(uint32_t *)(A.buf + SIZE * i) = i;
+		sge[i] = (struct ibv_sge){
+		    .addr = (uintptr_t)(A.buf + SIZE * i), .length = SIZE, .lkey = A.mr->lkey};
+		wr[i] = (struct ibv_send_wr){.wr_id = i,
+					     .next = i + 1 < SENDS ? &wr[i + 1] : NULL,
+					     .sg_list = &sge[i],
+					     .num_sge = 1,
+					     .opcode = IBV_WR_SEND,
+					     .send_flags = IBV_SEND_SIGNALED};
+	}
+	CHECK_EQ(ibv_post_send(A.qp, wr, &bad), 0);
+	for (uint32_t i = 0; i < SENDS; i++) {
+		CHECK_EQ(poll_one(A.cq, &wc), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, i);
+	}
+	stat_line("uroce0", "link uroce0/1 ", line, sizeof(line));
+	sent = field(line, "sent_pkts");
+	gso = field(line, "gso_msgs");
+	CHECK_EQ(write(down[1], &qpn, 4), 4);
+	CHECK_EQ(read(up[0], &acks, sizeof(acks)), (ssize_t)sizeof(acks));
+	printf("%d SENDs of %d bytes: %lld packets in %lld GSO messages; %lld ACKs\n", SENDS, SIZE,
+	       sent, gso, acks);
+	CHECK_EQ(sent, SENDS); /* nothing lost on lo, nothing sent twice */
+	CHECK(gso >= 2);       /* one datagram per message before */
+	CHECK(acks >= 1);
+	CHECK(acks <= ACKS_AT_MOST);
+	CHECK_EQ(write(down[1], &qpn, 4), 4);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	side_close(&A);
+	return check_report();
+}
