@@ -480,6 +480,8 @@ URO_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 			  ibqp->qp_num);
 		return EOPNOTSUPP;
 	}
+	if (qp->wire && qp->qpx.qp_base.qp_type != IBV_QPT_UD)
+		uro_wire_send_held(ctx, qp);
 	uro_lock(ctx);
 	cur = (enum ibv_qp_state)uro_qp_state(qp->pub); /* a peer may have set ERR */
 	next = uro_qp_next_state(cur, attr, mask);

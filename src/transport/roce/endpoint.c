@@ -759,6 +759,7 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		return 0; /* another thread is at it */
 	while (rounds++ < 8 && receive_ready(ctx))
 		;
+	uro_wire_push_held(ctx);
 	/* Timers are milliseconds apart: a busy poll looks at them now and
 	 * then, not on every call. */
 	if (wait_for_lock || now - w->last_tick_ns >= URO_WIRE_TICK_NS) {

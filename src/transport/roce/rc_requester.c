@@ -277,6 +277,7 @@ void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp)
 	unsigned rd_max = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 	struct burst b = {0};
 
+	wq->held = 0;
 	/* An RNR wait holds everything back until its timer (IBTA 9.7.5.2.8). */
 	if (wq->rnr_wait)
 		return;
@@ -466,17 +467,79 @@ static int post_one(struct uro_context *ctx, struct uro_qp *qp, struct ibv_send_
 	return 0;
 }
 
+/* A SEND or WRITE of at most a packet: one that may wait to leave with
+ * others. */
+static int small(const struct uro_qp *qp, const struct ibv_send_wr *wr)
+{
+	uint64_t len = 0;
+
+	if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
+	    wr->opcode != IBV_WR_SEND_WITH_INV && wr->opcode != IBV_WR_RDMA_WRITE &&
+	    wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+		return 0;
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	return len <= qp->wire->mtu;
+}
+
+/* Small WQEs posted while others are in flight wait, as TCP's Nagle
+ * algorithm holds small segments (RFC 896), so that a stream of them
+ * leaves in bursts: a datagram and a pass through the kernel's UDP path
+ * each cost as much as a burst of 64. They go with the next push: when an
+ * ACK comes (the ones in flight are answered within a round trip), when
+ * the program polls a CQ or waits on a channel (uro_wire_push_held) or
+ * modifies the QP (uro_wire_send_held), or once a burst's worth waits. A QP with nothing in flight
+ * sends at once: a lone request, and so latency, is not delayed. */
+static int hold_back(struct uro_context *ctx, struct uro_qp *qp)
+{
+	struct uro_qp_wire *wq = qp->wire;
+
+	if (!uro_wire_is_rc(qp) || wq->head == wq->next || wq->tail - wq->next >= URO_WIRE_BURST)
+		return 0;
+	wq->held = 1;
+	__atomic_store_n(&ctx->wire->held, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+void uro_wire_send_held(struct uro_context *ctx, struct uro_qp *qp)
+{
+	int locked = uro_mt_lock(&qp->sq_lock);
+
+	if (qp->wire->held && uro_qp_state(qp->pub) != IBV_QPS_SQD)
+		uro_wire_push(ctx, qp);
+	uro_mt_unlock(&qp->sq_lock, locked);
+}
+
+void uro_wire_push_held(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+	uint32_t limit;
+
+	if (!__atomic_load_n(&w->held, __ATOMIC_ACQUIRE) ||
+	    !__atomic_exchange_n(&w->held, 0, __ATOMIC_ACQ_REL))
+		return;
+	limit = __atomic_load_n(&w->qp_limit, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < limit; i++) {
+		struct uro_qp *qp = ctx->qps[i];
+
+		if (qp && qp->wire && qp->qpx.qp_base.qp_type != IBV_QPT_UD)
+			uro_wire_send_held(ctx, qp);
+	}
+}
+
 int uro_wire_post_send(struct uro_context *ctx, struct uro_qp *qp, struct ibv_send_wr *wr,
 		       struct ibv_send_wr **bad)
 {
 	int locked = uro_mt_lock(&qp->sq_lock);
-	int err = 0;
+	int err = 0, all_small = 1;
 
-	for (; wr; wr = wr->next)
+	for (; wr; wr = wr->next) {
 		if ((err = post_one(ctx, qp, wr)))
 			break;
+		all_small &= small(qp, wr);
+	}
 	/* A drained send queue (SQD) starts nothing new (IBTA 10.3.1). */
-	if (uro_qp_state(qp->pub) != IBV_QPS_SQD)
+	if (uro_qp_state(qp->pub) != IBV_QPS_SQD && !(all_small && hold_back(ctx, qp)))
 		uro_wire_push(ctx, qp);
 	uro_mt_unlock(&qp->sq_lock, locked);
 	if (err)

@@ -147,6 +147,7 @@ struct uro_wire_endpoint {
 	unsigned nruns;
 	struct uro_qp *acks[URO_WIRE_ACKS]; /* QPs with an ACK due, under rx_lock */
 	unsigned nacks;
+	int held;		 /* a QP holds small WQEs back (uro_wire_push_held) */
 	uint32_t qp_limit;	 /* above every QP table index on the wire: the timers' scan */
 	uint64_t last_active_ns; /* the program's last poll, or post on the wire */
 	uint64_t look_ns;	 /* the progress thread's, while the program polls */
@@ -221,6 +222,7 @@ struct uro_qp_wire {
 	uint32_t cap;
 	uint32_t head, next, tail; /* [head,next) sent, [next,tail) not yet */
 	int partial;		   /* the last sent waits for the window to send the rest */
+	int held;		   /* small WQEs posted wait for those in flight: rc_requester.c */
 	uint32_t psn;		   /* the next new PSN */
 	uint32_t acked;		   /* the last PSN acknowledged */
 	uint64_t deadline;	   /* the ACK timer of the oldest unacknowledged; 0 off */
@@ -345,6 +347,12 @@ int uro_wire_post_send(struct uro_context *ctx, struct uro_qp *qp, struct ibv_se
 uint64_t uro_wire_qp_tick(struct uro_context *ctx, struct uro_qp *qp);
 /* Sends what the window allows. Caller holds sq_lock. */
 void uro_wire_push(struct uro_context *ctx, struct uro_qp *qp);
+/* Sends what QPs held back for the program's next call (rc_requester.c):
+ * under rx_lock, which keeps the QPs from going. */
+void uro_wire_push_held(struct uro_context *ctx);
+/* Sends what qp held back: what was posted before a transition leaves
+ * before it, as a NIC had taken it. */
+void uro_wire_send_held(struct uro_context *ctx, struct uro_qp *qp);
 /* Retransmits from the oldest WQE not done (go-back-N, IBTA 9.7.6.1.3). */
 void uro_wire_go_back(struct uro_context *ctx, struct uro_qp *qp);
 /* Completes, in order, the WQEs at the head that are done. */
