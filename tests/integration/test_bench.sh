@@ -2,7 +2,8 @@
 # bench/run's harness, in its seconds-long --smoke mode: every program it
 # drives (perftest under uroce, ucx_perftest, sockperf, iperf3, the copy and
 # registration programs, the build without counters, both sides of a veth
-# between two network namespaces) must give a figure,
+# between two network namespaces, an MPI job across them) must give a
+# figure,
 # and the report and its plots must be written. The figures themselves are not judged: speed is held by
 # the benchmark's report, not by tests.
 . "$(dirname "$0")/lib.sh"
@@ -34,6 +35,13 @@ if [ "$(id -u)" -eq 0 ]; then
 			"the veth at MTU $m: 16 QPs, a deep send queue, 8 pairs, TCP and raw UDP"
 	done
 	expect_match "$report" '^\| `ib_write_bw` 64 KiB ≥ 1.0 × iperf3.*(met|\*\*missed\*\*) .*(met|\*\*missed\*\*)' "the veth bandwidth target is judged"
+	# The MPI job across the namespaces, over uroce and over TCP.
+	for m in 1500 9000; do
+		for n in 2 4; do
+			expect_match "$report" "^\| $m \| $n( \| [0-9.e+-]+){4} \|$" "MPI with $n ranks across the veth at MTU $m"
+		done
+	done
+	if head -c 8 "$dir/plots/veth-bandwidth.png" 2>/dev/null | grep -q PNG; then ok; else bad "plot veth-bandwidth.png"; fi
 fi
 for p in latency-write latency-send latency-read bandwidth-write bandwidth-send bandwidth-read reg-mr; do
 	if head -c 8 "$dir/plots/$p.png" 2>/dev/null | grep -q PNG; then ok; else bad "plot $p.png"; fi
