@@ -151,7 +151,11 @@ static void gather(const struct guard *g)
 {
 	uint8_t *to = g->other.iov_base;
 
+	/* An empty buffer may name no memory at all (an SGE of length 0 at
+	 * address 0): nothing is read from it. */
 	for (int i = 0; i < g->n; i++) {
+		if (!g->iov[i].iov_len)
+			continue;
 		memcpy(to, g->iov[i].iov_base, g->iov[i].iov_len);
 		to += g->iov[i].iov_len;
 	}
