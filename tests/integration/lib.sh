@@ -212,6 +212,16 @@ link_in_each() {
 	done
 }
 
+# linked_hosts A B NET DIR: two_hosts with both veths up and a link roce1
+# on each (link_in_each); a failure ends the test.
+linked_hosts() {
+	two_hosts $1 $2 $3 && ip -n $1 link set ${1}v up && ip -n $2 link set ${2}v up || {
+		echo "FAIL: cannot build the namespaces"
+		exit 1
+	}
+	link_in_each "$4" $1 $2
+}
+
 finish() {
 	echo "$passes passed, $fails failed"
 	[ "$fails" -eq 0 ]

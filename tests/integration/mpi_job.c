@@ -2,10 +2,10 @@
  * host and the second on the other (mpirun's --host order), each rank of
  * the first half paired with its peer on the other host. Every pair runs a
  * ping-pong that checks every byte, then a bandwidth loop (a window of
- * non-blocking sends) whose last message is checked, then every rank takes
+ * non-blocking sends) whose every message is checked, then every rank takes
  * part in an MPI_Allreduce whose sums each rank checks in full. Rank 0
- * prints the pair's latency and bandwidth; run by test_mpi_hosts.sh and
- * bench/run. Exits non-zero on the first wrong byte. */
+ * prints the pair's latency and bandwidth; run by test_mpi.sh (one host),
+ * test_mpi_hosts.sh and bench/run. Exits non-zero on the first wrong byte. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,7 +66,7 @@ static int pingpong(unsigned char *buf, int len, int rounds, int peer, int first
 }
 
 /* BW_LOOPS windows of BW_WINDOW messages of BW_BYTES from the first of a
- * pair, each window answered by one byte; the last message is checked.
+ * pair, each window answered by one byte; every message is checked.
  * Returns GB/s at the sender. */
 static double bandwidth(unsigned char *buf, int peer, int first, int rank, int *bad)
 {

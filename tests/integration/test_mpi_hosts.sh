@@ -25,11 +25,7 @@ cleanup() {
 	rm -f "$UROCE_CONFIG"
 }
 trap cleanup EXIT
-two_hosts $a $b $net && ip -n $a link set ${a}v up && ip -n $b link set ${b}v up || {
-	echo "FAIL: cannot build the namespaces"
-	exit 1
-}
-link_in_each "$dir" $a $b
+linked_hosts $a $b $net "$dir"
 LD_PRELOAD= mpicc -O2 -o "$dir/mpi_job" "$(dirname "$0")/mpi_job.c"
 expect_status 0 $? "mpicc"
 

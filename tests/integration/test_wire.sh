@@ -16,11 +16,7 @@ cleanup() {
 	rm -f "$UROCE_CONFIG"
 }
 trap cleanup EXIT
-two_hosts $a $b $net && ip -n $a link set ${a}v up && ip -n $b link set ${b}v up || {
-	echo "FAIL: cannot build the namespaces"
-	exit 1
-}
-link_in_each "$dir" $a $b
+linked_hosts $a $b $net "$dir"
 # The veths' IPv6 link-local addresses (GID 1 of each link) can be bound
 # once duplicate address detection is through.
 for _ in $(seq 50); do

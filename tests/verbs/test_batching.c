@@ -9,10 +9,8 @@
  * The responder acknowledges each received batch once (IBTA 9.7.5.1.2,
  * coalesced acknowledgements), not each message that asked. Every SEND
  * still arrives once, in order, and every completion comes. */
-#include <sys/wait.h>
-
 #include "../check.h"
-#include "pair.h"
+#include "peer_process.h"
 #include "stat_read.h"
 
 #define LISTED 512 /* posted as one list */
@@ -30,13 +28,11 @@ static const struct ibv_qp_cap CAP = {
 static int responder(int up, int down)
 {
 	static struct side B;
-	uint32_t qpn;
 	char line[4096];
 	long long acks;
 	struct ibv_wc wc;
 
-	if (side_open(&B, IBV_QPT_RC, 2 * SENDS, CAP) || write(up, &B.qp->qp_num, 4) != 4 ||
-	    read(down, &qpn, 4) != 4 || qp_connect(B.qp, qpn, 7, 1))
+	if (side_open(&B, IBV_QPT_RC, 2 * SENDS, CAP) || peer_child_connect(B.qp, up, down))
 		return 1;
 	for (uint32_t i = 0; i < SENDS; i++)
 		if (post_recv_buf(&B, i, B.buf + SIZE * i, SIZE))
@@ -48,11 +44,11 @@ static int responder(int up, int down)
 		    wc.byte_len != SIZE || *(uint32_t *)(B.buf + SIZE * i) != i)
 			return 4;
 	/* The requester has its last completion before it asks. */
-	if (read(down, &qpn, 4) != 4)
+	if (peer_child_wait(down))
 		return 5;
 	stat_line("uroce0", "link uroce0/1 ", line, sizeof(line));
 	acks = field(line, "sent_pkts");
-	if (write(up, &acks, sizeof(acks)) != sizeof(acks) || read(down, &qpn, 4) != 4)
+	if (write(up, &acks, sizeof(acks)) != sizeof(acks) || peer_child_wait(down))
 		return 6;
 	side_close(&B);
 	return 0;
@@ -85,27 +81,13 @@ int main(void)
 	static struct ibv_sge sge[SENDS];
 	static struct ibv_send_wr wr[SENDS];
 	struct ibv_send_wr *bad;
-	int up[2], down[2], status;
-	uint32_t qpn;
-	long long acks = -1, sent, gso, sent1, gso1;
-	char ready;
-	pid_t pid;
+	struct peer_process resp;
+	long long acks, sent, gso, sent1, gso1;
 
 	setenv("UROCE_TRANSPORT", "roce", 1);
-	CHECK_EQ(pipe(up), 0);
-	CHECK_EQ(pipe(down), 0);
-	/* Forked before either opens a device (test_flow_socket.c says why). */
-	pid = fork();
-	if (pid == 0)
-		_exit(responder(up[1], down[0]));
-	close(up[1]);
+	CHECK_EQ(peer_fork(&resp, responder), 0);
 	CHECK_EQ(side_open(&A, IBV_QPT_RC, 2 * SENDS, CAP), 0);
-	CHECK_EQ(read(up[0], &qpn, 4), 4);
-	CHECK_EQ(qp_connect(A.qp, qpn, 7, 1), 0);
-	CHECK_EQ(write(down[1], &A.qp->qp_num, 4), 4);
-	if (read(up[0], &ready, 1) != 1) {
-		waitpid(pid, &status, 0);
-		printf("the responder failed before it was ready: status %d\n", status);
+	if (peer_connect(&resp, A.qp)) {
 		CHECK(0);
 		return check_report();
 	}
@@ -137,14 +119,11 @@ int main(void)
 	       sent - sent1, gso - gso1);
 	CHECK_EQ(sent - sent1, SINGLE);
 	CHECK(gso - gso1 >= 1);
-	CHECK_EQ(write(down[1], &qpn, 4), 4);
-	CHECK_EQ(read(up[0], &acks, sizeof(acks)), (ssize_t)sizeof(acks));
+	acks = peer_ask(&resp);
 	printf("%lld ACKs for %d SENDs\n", acks, SENDS);
 	CHECK(acks >= 1);
 	CHECK(acks <= ACKS_AT_MOST);
-	CHECK_EQ(write(down[1], &qpn, 4), 4);
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(peer_end(&resp));
 	side_close(&A);
 	return check_report();
 }

@@ -6,10 +6,8 @@
  * forward: of the ACKs for 256 SENDs from the older process to the newer,
  * only those in flight before that socket opened are forwarded (before,
  * each was). Every SEND still arrives, in order. */
-#include <sys/wait.h>
-
 #include "../check.h"
-#include "pair.h"
+#include "peer_process.h"
 #include "stat_read.h"
 
 #define SENDS  256
@@ -25,18 +23,14 @@ static const struct ibv_qp_cap CAP = {
 static int newer(int up, int down)
 {
 	static struct side B;
-	uint32_t qpn;
 	char line[4096];
 	long long forwarded;
 	struct ibv_wc wc;
 
-	if (side_open(&B, IBV_QPT_RC, 2 * SENDS, CAP) || write(up, &B.qp->qp_num, 4) != 4 ||
-	    read(down, &qpn, 4) != 4)
-		return 1;
 	/* On the wire from RTR, after the older one: its socket is the
 	 * port's newest. */
-	if (qp_connect(B.qp, qpn, 7, 1))
-		return 2;
+	if (side_open(&B, IBV_QPT_RC, 2 * SENDS, CAP) || peer_child_connect(B.qp, up, down))
+		return 1;
 	for (uint32_t i = 0; i < SENDS; i++)
 		if (post_recv_buf(&B, i, B.buf + 8 * i, 8))
 			return 3;
@@ -47,12 +41,11 @@ static int newer(int up, int down)
 		    *(uint32_t *)(B.buf + 8 * i) != i)
 			return 4;
 	/* The older one has its last completion too before it asks. */
-	if (read(down, &qpn, 4) != 4)
+	if (peer_child_wait(down))
 		return 5;
 	stat_line("uroce0", "link uroce0/1 ", line, sizeof(line));
 	forwarded = field(line, "forwarded_pkts");
-	if (write(up, &forwarded, sizeof(forwarded)) != sizeof(forwarded) ||
-	    read(down, &qpn, 4) != 4)
+	if (write(up, &forwarded, sizeof(forwarded)) != sizeof(forwarded) || peer_child_wait(down))
 		return 6;
 	side_close(&B);
 	return 0;
@@ -76,31 +69,15 @@ static int send_one(struct side *A, uint32_t i)
 int main(void)
 {
 	static struct side A;
-	int up[2], down[2], status;
-	uint32_t qpn;
-	long long forwarded = -1;
+	struct peer_process newer_one;
+	long long forwarded;
 	struct ibv_wc wc;
-	char ready;
-	pid_t pid;
 
 	/* The relay is the wire's: both processes put their QPs there. */
 	setenv("UROCE_TRANSPORT", "roce", 1);
-	CHECK_EQ(pipe(up), 0);
-	CHECK_EQ(pipe(down), 0);
-	/* Forked before either opens a device: a child forked beside the
-	 * context's threads may inherit a lock one of them held (the
-	 * sanitizer's allocator's, once in 4 runs). */
-	pid = fork();
-	if (pid == 0)
-		_exit(newer(up[1], down[0]));
-	close(up[1]); /* a child that fails is then an end of file, not a hang */
+	CHECK_EQ(peer_fork(&newer_one, newer), 0);
 	CHECK_EQ(side_open(&A, IBV_QPT_RC, 2 * SENDS, CAP), 0);
-	CHECK_EQ(read(up[0], &qpn, 4), 4);
-	CHECK_EQ(qp_connect(A.qp, qpn, 7, 1), 0);
-	CHECK_EQ(write(down[1], &A.qp->qp_num, 4), 4);
-	if (read(up[0], &ready, 1) != 1) {
-		waitpid(pid, &status, 0);
-		printf("the newer process failed before it was ready: status %d\n", status);
+	if (peer_connect(&newer_one, A.qp)) {
 		CHECK(0);
 		return check_report();
 	}
@@ -112,14 +89,11 @@ int main(void)
 			CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		}
 	}
-	CHECK_EQ(write(down[1], &qpn, 4), 4);
-	CHECK_EQ(read(up[0], &forwarded, sizeof(forwarded)), (ssize_t)sizeof(forwarded));
+	forwarded = peer_ask(&newer_one);
 	printf("%d SENDs: %lld packets forwarded to the older process\n", SENDS, forwarded);
 	CHECK(forwarded >= 1); /* the first ACK: the newer socket is the port's */
 	CHECK(forwarded <= FORWARDS_AT_MOST);
-	CHECK_EQ(write(down[1], &qpn, 4), 4);
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(peer_end(&newer_one));
 	side_close(&A);
 	return check_report();
 }
