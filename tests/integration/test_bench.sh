@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # bench/run's harness, in its seconds-long --smoke mode: every program it
 # drives (perftest under uroce, ucx_perftest, sockperf, iperf3, the copy and
-# registration programs, the build without counters, both sides of a veth
+# registration programs, the build without counters, a build of another
+# commit beside this one (--beside, here HEAD), both sides of a veth
 # between two network namespaces, an MPI job across them) must give a
-# figure,
-# and the report and its plots must be written. The figures themselves are not judged: speed is held by
-# the benchmark's report, not by tests.
+# figure, and the report and its plots must be written. The figures
+# themselves are not judged: speed is held by the benchmark's report, not by
+# tests.
 . "$(dirname "$0")/lib.sh"
 
 bench=$(dirname "$0")/../../bench/run
 dir=$BUILD_DIR/bench-smoke
-UROCE_BUILD=$BUILD_DIR timeout 300 "$bench" --smoke --out "$dir" >"$dir.log" 2>&1
+UROCE_BUILD=$BUILD_DIR timeout 480 "$bench" --smoke --beside HEAD --out "$dir" >"$dir.log" 2>&1
 expect_status 0 $? "bench/run --smoke"
 report=$(cat "$dir/RESULTS.md" 2>/dev/null)
 expect_match "$report" '^# uroce benchmark results' "the report is written"
@@ -24,6 +25,7 @@ for table in '`ib_write_lat` t_typical' '`ib_send_lat` t_typical' '`ib_read_lat`
 	if [ "$rows" -ge 1 ]; then ok; else bad "no rows under $table"; fi
 done
 expect_match "$report" '^\| uncounted \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what the counters cost, beside a build without them"
+expect_match "$report" '^\| HEAD \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "this build beside another commit's"
 expect_match "$report" '^\| traced \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what tracing costs"
 expect_match "$report" '^\| 2 B \| [0-9.]+ \| [0-9.e-]+ \(×[0-9.]+\) \| [0-9.e-]+ \(×' "uroce beside its baselines, with ratios"
 # Two hosts over a veth (root: CI), every cell of both MTUs a figure, in
