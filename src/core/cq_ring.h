@@ -53,5 +53,9 @@ int uro_cq_take_arm(struct uro_seg_cq *cq, int solicited);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t uro_now_ns(void);
+/* The same clock read at the last timer tick (CLOCK_MONOTONIC_COARSE, a
+ * few milliseconds behind at most): cheaper, for checks that are due
+ * milliseconds apart on a request's path. */
+uint64_t uro_coarse_ns(void);
 
 #endif

@@ -141,7 +141,7 @@ static void set_pidfd(struct uro_peer *p, int pidfd)
 	} else if (pidfd >= 0) {
 		p->pidfd = pidfd;
 	}
-	__atomic_store_n(&p->alive_until_ns, uro_now_ns() + URO_PEER_ALIVE_NS, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->alive_until_ns, uro_coarse_ns() + URO_PEER_ALIVE_NS, __ATOMIC_RELAXED);
 }
 
 int uro_peer_alive(struct uro_peer *p)
@@ -150,7 +150,7 @@ int uro_peer_alive(struct uro_peer *p)
 
 	if (p->self)
 		return 1;
-	now = uro_now_ns();
+	now = uro_coarse_ns();
 	if (now < __atomic_load_n(&p->alive_until_ns, __ATOMIC_RELAXED))
 		return 1;
 	if (exited(p->pidfd)) {

@@ -62,7 +62,10 @@ void uro_peer_detach(struct uro_peer *p);
  * without closing its context (a crash, _exit). A request served only
  * from its segment's memory (a staged SEND, an atomic) makes no system
  * call that would say so, and a NIC never completes a request to a QP
- * whose process is gone. Checked at most once per URO_PEER_ALIVE_NS. */
+ * whose process is gone. Checked at most once per URO_PEER_ALIVE_NS of
+ * the coarse clock (uro_coarse_ns: up to a timer tick late, 1-4 ms): the
+ * precise clock read on every request was a twentieth of a small WRITE's
+ * cost on shared memory. */
 #define URO_PEER_ALIVE_NS 1000000ull
 int uro_peer_alive(struct uro_peer *p);
 

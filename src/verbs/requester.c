@@ -130,16 +130,22 @@ enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
 /* ... and present: on shared memory a buffer the program unmapped or
  * protected after registering it is the requester's local protection
  * error, found before the responder gives up a receive for it, as a
- * pinning NIC's DMA would never miss it (user_memory.h). The wire needs no
- * probe: its copies of the program's memory report a fault themselves,
- * before a packet leaves or as a response lands. */
+ * pinning NIC's DMA would never miss it (user_memory.h). Only a request
+ * the responder acts on before the local copy is probed first: a SEND or
+ * a WRITE with immediate data (a receive), an atomic (its result). A plain
+ * WRITE or READ finds a bad local buffer from its own copy
+ * (uro_remote_move): probing it first cost each small WRITE a guarded
+ * access. The wire needs no probe: its copies of the program's memory
+ * report a fault themselves, before a packet leaves or as a response
+ * lands. */
 static enum ibv_wc_status local_buffers(struct uro_context *ctx, struct uro_qp *qp,
-					const struct ibv_send_wr *wr, int need_write,
-					struct iovec *iov, int *n, uint64_t *len)
+					const struct ibv_send_wr *wr, const struct uro_opcode *op,
+					int need_write, struct iovec *iov, int *n, uint64_t *len)
 {
 	enum ibv_wc_status st = uro_send_gather(ctx, qp, wr, need_write, iov, n, len);
+	int copy_tells = (op->kind == URO_OP_WRITE && !op->imm) || op->kind == URO_OP_READ;
 
-	if (st == IBV_WC_SUCCESS && uro_user_probe(iov, *n, need_write))
+	if (st == IBV_WC_SUCCESS && !copy_tells && uro_user_probe(iov, *n, need_write))
 		return IBV_WC_LOC_PROT_ERR;
 	return st;
 }
@@ -387,14 +393,18 @@ int uro_remote_range(struct target *t, uint32_t rkey, uint64_t va, uint64_t len,
 
 /* Moves the bytes of a WRITE or READ under the held key and lets it go. A
  * key revoked mid-copy, or memory gone under it, is the responder's access
- * violation, which moves its QP to ERR as a checked key's would. */
+ * violation, which moves its QP to ERR as a checked key's would; a fault
+ * on the requester's own buffer (local_buffers did not probe it) is its
+ * local protection error, and the responder is left alone. */
 int uro_remote_move(struct target *t, int to_peer, const struct iovec *liov, int nl,
 		    const struct iovec *riov, uint64_t len, struct uro_holds *h)
 {
-	int st = move_status(t->peer, move(t->peer, to_peer, liov, nl, riov, 1, len, h),
-			     IBV_WC_REM_ACCESS_ERR);
+	int err = move(t->peer, to_peer, liov, nl, riov, 1, len, h);
+	int st = move_status(t->peer, err, IBV_WC_REM_ACCESS_ERR);
 
 	uro_release(h);
+	if (err == EFAULT && uro_user_probe(liov, nl, !to_peer))
+		return IBV_WC_LOC_PROT_ERR;
 	if (st == IBV_WC_REM_ACCESS_ERR)
 		uro_qp_error(t->qp_peer, t->qp);
 	return st;
@@ -459,7 +469,7 @@ static int execute_connected(struct uro_context *ctx, struct uro_qp *qp,
 
 	if (op->kind == URO_OP_BIND_MW || op->kind == URO_OP_LOCAL_INV)
 		return uro_mw_execute(ctx, qp, wr); /* local: no packet leaves */
-	st = local_buffers(ctx, qp, wr, writes_local, liov, &nl, &len);
+	st = local_buffers(ctx, qp, wr, op, writes_local, liov, &nl, &len);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	*byte_len = (uint32_t)len;
@@ -498,7 +508,7 @@ static int execute(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_
 	*byte_len = 0;
 	if (qp->qpx.qp_base.qp_type != IBV_QPT_UD)
 		return execute_connected(ctx, qp, wr, byte_len);
-	st = local_buffers(ctx, qp, wr, 0, liov, &nl, &len);
+	st = local_buffers(ctx, qp, wr, uro_opcode(wr->opcode), 0, liov, &nl, &len);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	*byte_len = (uint32_t)len;

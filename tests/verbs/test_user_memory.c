@@ -130,7 +130,8 @@ static enum ibv_qp_state qp_state(struct ibv_qp *qp)
 }
 
 /* The requester's buffer gone before the post: LOC_PROT_ERR, and the
- * responder's receive untouched (its CQ stays empty). */
+ * responder's receive and QP untouched (its CQ stays empty, its QP in
+ * RTS: the error is the requester's own, IBTA 10.8.3.1). */
 static void test_requester_buffer(enum ibv_wr_opcode op, uint32_t len, unsigned flags,
 				  enum loss how)
 {
@@ -146,6 +147,7 @@ static void test_requester_buffer(enum ibv_wr_opcode op, uint32_t len, unsigned 
 	CHECK_EQ(post(S.qp, op, g.buf, len, g.mr->lkey, flags), 0);
 	CHECK_EQ(next_status(&S), IBV_WC_LOC_PROT_ERR);
 	CHECK_EQ(ibv_poll_cq(R.cq, 1, &wc), 0);
+	CHECK_EQ(qp_state(R.qp), IBV_QPS_RTS);
 	region_free(&g, how);
 }
 
