@@ -26,6 +26,9 @@
 #include "wire.h"
 
 #define RNR_RETRY_FOREVER 7
+/* How soon a QP passed over because another thread held its send queue is
+ * looked at again (retry_all). */
+#define BUSY_QUEUE_NS (50 * 1000ull)
 
 static int waits(int result)
 {
@@ -669,6 +672,18 @@ static void retry_pending(struct uro_context *ctx, struct uro_qp *qp)
 	}
 }
 
+static uint64_t sooner(uint64_t next, uint64_t wait)
+{
+	return !next || wait < next ? wait : next;
+}
+
+/* A QP whose send queue another thread holds is passed over: that thread
+ * is posting, and a post retries what waits first. Spinning for it would
+ * burn the core the holder may need: the progress thread shares the
+ * program's (pinned, one core each), and there it spun for whole time
+ * slices while the program, holding the lock, waited to run again
+ * (ib_send_bw 8 B on shared memory, after its first RNR wait: 17% of the
+ * program's core). */
 static uint64_t retry_all(struct uro_context *ctx, uint64_t next)
 {
 	if (!__atomic_load_n(&ctx->pending_qps, __ATOMIC_ACQUIRE))
@@ -679,15 +694,15 @@ static uint64_t retry_all(struct uro_context *ctx, uint64_t next)
 
 		if (!qp || !__atomic_load_n(&qp->pending_n, __ATOMIC_ACQUIRE))
 			continue;
-		pthread_spin_lock(&qp->sq_lock);
+		if (pthread_spin_trylock(&qp->sq_lock)) {
+			next = sooner(next, BUSY_QUEUE_NS);
+			continue;
+		}
 		retry_pending(ctx, qp);
 		now = uro_now_ns();
-		if (qp->pending_n) {
-			uint64_t wait = qp->rnr_deadline_ns > now ? qp->rnr_deadline_ns - now : 1;
-
-			if (!next || wait < next)
-				next = wait;
-		}
+		if (qp->pending_n)
+			next =
+			    sooner(next, qp->rnr_deadline_ns > now ? qp->rnr_deadline_ns - now : 1);
 		pthread_spin_unlock(&qp->sq_lock);
 	}
 	return next;
