@@ -12,6 +12,7 @@
 #include "objects.h"
 #include "segment_ops.h"
 #include "staged_payload.h"
+#include "wire.h"
 
 /* What an extended CQ can report per completion (ibv_create_cq_ex(3)). */
 #define SUPPORTED_WC_FLAGS                                                                         \
@@ -167,6 +168,7 @@ int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct uro_cq *cq = to_ucq(ibcq);
 	int got = 0, locked;
 
+	uro_wire_in_poll(to_uctx(ibcq->context), 1);
 	uro_progress(to_uctx(ibcq->context)); /* RNR retries; free when none wait */
 	locked = poll_lock(cq);
 	for (struct uro_cqe *e; got < n && (e = take(cq)); got++) {
@@ -174,6 +176,7 @@ int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		advance_head(cq);
 	}
 	uro_mt_unlock(&cq->poll_lock, locked);
+	uro_wire_in_poll(to_uctx(ibcq->context), 0);
 	return got;
 }
 
@@ -211,13 +214,16 @@ static int start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 
 	if (attr->comp_mask)
 		return EINVAL;
+	uro_wire_in_poll(to_uctx(cqx->context), 1);
 	uro_progress(to_uctx(cqx->context));
 	locked = poll_lock(cq);
 	err = load_current(cq);
-	if (err)
+	if (err) {
 		uro_mt_unlock(&cq->poll_lock, locked);
-	else
+		uro_wire_in_poll(to_uctx(cqx->context), 0);
+	} else {
 		cq->poll_locked = locked;
+	}
 	return err;
 }
 
@@ -238,6 +244,7 @@ static void end_poll(struct ibv_cq_ex *cqx)
 	cq->cur = NULL;
 	uro_mt_unlock(&cq->poll_lock, cq->poll_locked);
 	cq->poll_locked = 0;
+	uro_wire_in_poll(to_uctx(cqx->context), 0);
 }
 
 static const struct uro_cqe *cur(struct ibv_cq_ex *cqx)

@@ -7,6 +7,7 @@
 #include <infiniband/verbs.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/single_threaded.h>
 #include <sys/uio.h>
@@ -46,6 +47,7 @@ struct uro_progress_thread {
 	pthread_cond_t cond;  /* CLOCK_MONOTONIC: woken by a new wait */
 	pthread_t thread;
 	int running, stop, kicked, failed;
+	int yielding; /* to a program found polling its CQ (progress_thread.c) */
 };
 
 /* The thread that executes the atomics aimed at this process's memory
@@ -389,12 +391,17 @@ static inline void *uro_fail_null(int err)
 /* Posting and polling (ibv_post_send(3), ibv_post_recv(3), ibv_poll_cq(3))
  * are thread-safe, as on rdma-core; a process that has never started a
  * thread takes no lock. Returns whether it locked,
- * for uro_mt_unlock. */
+ * for uro_mt_unlock. A thread that finds the lock held gives its core
+ * away rather than spin: the holder may be the progress thread, preempted
+ * on this very core by the spinner (a program pinned to one core), and
+ * spinning there lasted until the scheduler's next tick (ib_send_lat on
+ * the wire: 2 ms at the 99.9th percentile). */
 static inline int uro_mt_lock(pthread_spinlock_t *lock)
 {
 	if (__libc_single_threaded)
 		return 0;
-	pthread_spin_lock(lock);
+	while (pthread_spin_trylock(lock))
+		sched_yield();
 	return 1;
 }
 

@@ -36,22 +36,25 @@ static void deadline_in(struct timespec *ts, uint64_t ns)
 
 /* Sleeps until a packet (n = 2) or only a kick (n = 1), or the timer:
  * t->lock is let go meanwhile. The endpoint's receive set holds every
- * socket it opened, the ones opened while the thread sleeps too. */
-static void wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w, uint64_t next,
-		      nfds_t n)
+ * socket it opened, the ones opened while the thread sleeps too. Whether
+ * packets woke it. */
+static int wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w, uint64_t next,
+		     nfds_t n)
 {
 	struct pollfd fds[2] = {{.fd = w->kick_fd, .events = POLLIN},
 				{.fd = w->rx_efd, .events = POLLIN}};
 	uint64_t drain;
 	struct timespec ts;
+	int woke;
 
 	ts.tv_sec = (time_t)(next / 1000000000ull);
 	ts.tv_nsec = (long)(next % 1000000000ull);
 	pthread_mutex_unlock(&t->lock);
-	if (ppoll(fds, n, next ? &ts : NULL, NULL) > 0 && (fds[0].revents & POLLIN) &&
-	    read(w->kick_fd, &drain, sizeof(drain)) < 0)
+	woke = ppoll(fds, n, next ? &ts : NULL, NULL);
+	if (woke > 0 && (fds[0].revents & POLLIN) && read(w->kick_fd, &drain, sizeof(drain)) < 0)
 		drain = 0;
 	pthread_mutex_lock(&t->lock);
+	return woke > 0 && (fds[1].revents & POLLIN);
 }
 
 static void *run(void *arg)
@@ -68,18 +71,18 @@ static void *run(void *arg)
 		struct timespec until;
 		uint64_t next, left;
 
-		/* A program that busy-polls takes its packets and fires its
-		 * timers itself: the thread stays asleep rather than cost a
-		 * wake-up per packet and, on a busy machine, be preempted
-		 * holding the receive lock the program's poll wants. It
-		 * wakes now and then to serve what the program leaves. */
-		if (w && !t->kicked && uro_wire_polled_lately(w, &left)) {
-			uint64_t since = uro_now_ns();
-
+		/* Woken by packets while the program polls its CQ, the thread
+		 * leaves them to it and watches only its kick for a while
+		 * (wire.h, URO_WIRE_POLLING_NS): a busy poller takes its
+		 * packets and fires its timers itself, and pays about one
+		 * wake-up a millisecond. Found away, the program is served on
+		 * the next packet. */
+		if (w && !t->kicked && t->yielding && uro_wire_polled_lately(w, &left)) {
 			wait_wire(t, w, left, 1);
-			if (t->stop || t->kicked || !uro_wire_left_waiting(w, since))
+			if (t->stop || t->kicked || uro_wire_still_polling(w))
 				continue;
 		}
+		t->yielding = 0;
 		/* Under t->lock: ibv_destroy_qp waits for the pass to end. */
 		next = uro_progress_pass(ctx);
 		if (t->stop || t->kicked) {
@@ -87,7 +90,7 @@ static void *run(void *arg)
 			continue;
 		}
 		if (w) {
-			wait_wire(t, w, next, 2);
+			t->yielding = wait_wire(t, w, next, 2) && uro_wire_polling_now(w);
 			continue;
 		}
 		if (!next) {

@@ -19,6 +19,7 @@
  * the ICRC masks. A received packet's headers are rebuilt the same way. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -753,10 +754,15 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 	now = uro_now_ns();
 	if (!wait_for_lock)
 		__atomic_store_n(&w->last_active_ns, now, __ATOMIC_RELAXED);
-	if (wait_for_lock)
+	if (wait_for_lock) {
 		pthread_mutex_lock(&w->rx_lock);
-	else if (pthread_mutex_trylock(&w->rx_lock))
-		return 0; /* another thread is at it */
+	} else if (pthread_mutex_trylock(&w->rx_lock)) {
+		/* Another thread is at it: the progress thread perhaps,
+		 * preempted on this core by this very poll, which then gives
+		 * it the core back instead of polling on without it. */
+		sched_yield();
+		return 0;
+	}
 	while (rounds++ < 8 && receive_ready(ctx))
 		;
 	uro_wire_push_held(ctx);
@@ -779,6 +785,14 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 			next = due;
 	}
 	return next;
+}
+
+void uro_wire_in_poll(struct uro_context *ctx, int in)
+{
+	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+
+	if (w)
+		__atomic_store_n(&w->in_poll, in, __ATOMIC_RELAXED);
 }
 
 void uro_wire_busy(struct uro_context *ctx)
@@ -811,26 +825,37 @@ int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left)
 	return 1;
 }
 
-/* A program busy on its CQ is left alone longer each time it was found
- * polling, so that it pays about one wake-up a millisecond; one found
- * elsewhere with a packet waiting has the thread look again soon. A poll
- * still receiving (a batch of 8 x 16 packets with the ACKs they call for
- * takes a while) holds rx_lock: that program is not away either. */
-int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since)
+/* Whether the program is polling right now: inside ibv_poll_cq (or
+ * between ibv_start_poll and ibv_end_poll), or out of one, or a post, for
+ * less than URO_WIRE_POLLING_NS, or receiving. The thread runs on the
+ * program's core when the program is pinned: the program is then not
+ * running at all, and how long ago it last polled says more about the
+ * scheduler's wake-up than about the program. Where it stood does not. */
+int uro_wire_polling_now(struct uro_wire_endpoint *w)
 {
-	struct pollfd fd = {.fd = w->rx_efd, .events = POLLIN};
+	uint64_t last = __atomic_load_n(&w->last_active_ns, __ATOMIC_RELAXED);
 
-	if (__atomic_load_n(&w->last_active_ns, __ATOMIC_RELAXED) >= since ||
-	    pthread_mutex_trylock(&w->rx_lock)) {
+	if (__atomic_load_n(&w->in_poll, __ATOMIC_RELAXED) ||
+	    uro_now_ns() - last < URO_WIRE_POLLING_NS || pthread_mutex_trylock(&w->rx_lock))
+		return 1;
+	pthread_mutex_unlock(&w->rx_lock);
+	return 0;
+}
+
+/* A program busy on its CQ is left alone longer each time it is found
+ * polling, so that it pays about one wake-up a millisecond; each time it
+ * is found away the thread looks twice as soon, down to URO_WIRE_LOOK_NS
+ * (a program that polls for its WRITE's completion and then spins on
+ * memory for the peer's: ib_write_lat). */
+int uro_wire_still_polling(struct uro_wire_endpoint *w)
+{
+	if (uro_wire_polling_now(w)) {
 		w->look_ns =
 		    w->look_ns * 2 < URO_WIRE_POLLER_NS ? w->look_ns * 2 : URO_WIRE_POLLER_NS;
-		return 0;
+		return 1;
 	}
-	pthread_mutex_unlock(&w->rx_lock);
-	if (poll(&fd, 1, 0) <= 0)
-		return 0;
-	w->look_ns = URO_WIRE_LOOK_NS;
-	return 1;
+	w->look_ns = w->look_ns / 2 > URO_WIRE_LOOK_NS ? w->look_ns / 2 : URO_WIRE_LOOK_NS;
+	return 0;
 }
 
 /* Makes family f's port-4791 socket one the kernel no longer picks for a

@@ -46,15 +46,18 @@
 #define URO_DEFAULT_PKEY 0xffff
 /* How often a busy poll fires the timers. */
 #define URO_WIRE_TICK_NS (100 * 1000ull)
-/* A program that polled this recently is taking its packets itself: the
- * progress thread does not wake for them (docs/design.md, Inter-host:
- * RoCEv2 on the wire), but looks now and then whether one waits that the
- * program left there: the program may be spinning on memory for a WRITE to
- * land rather than on its CQ. It looks after URO_WIRE_LOOK_NS, and twice as
- * late each time it finds the program polled or posted in between, up to
- * URO_WIRE_POLLER_NS. */
-#define URO_WIRE_POLLER_NS (1000 * 1000ull)
-#define URO_WIRE_LOOK_NS   (25 * 1000ull)
+/* The progress thread wakes on packets, and takes them unless the program
+ * is polling its CQ at that moment (or left a poll or a post less than
+ * URO_WIRE_POLLING_NS ago): a program spinning on memory for a WRITE to
+ * land is served within a wake-up. One found polling takes its packets
+ * itself: the thread then watches only its kick and looks again after
+ * URO_WIRE_LOOK_NS, twice as late each time it finds the program still
+ * polling, up to URO_WIRE_POLLER_NS, and twice as soon each time it finds
+ * it away (docs/architecture.md, Who plays the NIC). A program that has
+ * not polled for URO_WIRE_POLLER_NS is not waited for. */
+#define URO_WIRE_POLLER_NS  (1000 * 1000ull)
+#define URO_WIRE_LOOK_NS    (10 * 1000ull)
+#define URO_WIRE_POLLING_NS (2 * 1000ull)
 
 struct uro_wire_faults;
 
@@ -150,6 +153,7 @@ struct uro_wire_endpoint {
 	int held;		 /* a QP holds small WQEs back (uro_wire_push_held) */
 	uint32_t qp_limit;	 /* above every QP table index on the wire: the timers' scan */
 	uint64_t last_active_ns; /* the program's last poll, or post on the wire */
+	int in_poll;		 /* the program is in ibv_poll_cq now */
 	uint64_t look_ns;	 /* the progress thread's, while the program polls */
 	uint64_t last_tick_ns;	 /* the last pass over the timers */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
@@ -324,9 +328,13 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock);
 /* Whether the program polled within URO_WIRE_POLLER_NS; *left is how long
  * the progress thread may sleep before it looks again. */
 int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left);
-/* Whether a packet waits that the program, which has not polled since
- * `since`, leaves there: the progress thread then takes it. */
-int uro_wire_left_waiting(struct uro_wire_endpoint *w, uint64_t since);
+/* The progress thread, woken by packets, leaves them to a program that
+ * is polling now; while it yields, it looks whether the program still
+ * is (and then yields longer). */
+int uro_wire_polling_now(struct uro_wire_endpoint *w);
+int uro_wire_still_polling(struct uro_wire_endpoint *w);
+/* The program enters (in = 1) or leaves a poll of a CQ. */
+void uro_wire_in_poll(struct uro_context *ctx, int in);
 /* The program posts: to the progress thread it is as busy as when it
  * polls, and is left its packets. */
 void uro_wire_busy(struct uro_context *ctx);
