@@ -388,20 +388,25 @@ static inline void *uro_fail_null(int err)
  * to IBVERBS_1.1 as the default, as rdma-core does. */
 #define URO_DEFAULT_VERSION(name) __asm__(".symver " #name ", " #name "@@IBVERBS_1.1, remove")
 
+/* Takes a lock shared with the progress thread. A thread that finds it
+ * held gives its core away rather than spin: the holder may be the other
+ * thread, preempted on this very core by the spinner (a program pinned to
+ * one core), and a spin there lasted until the scheduler's next tick
+ * (ib_send_lat on the wire: 2 ms at the 99.9th percentile). */
+static inline void uro_spin_lock(pthread_spinlock_t *lock)
+{
+	while (pthread_spin_trylock(lock))
+		sched_yield();
+}
+
 /* Posting and polling (ibv_post_send(3), ibv_post_recv(3), ibv_poll_cq(3))
  * are thread-safe, as on rdma-core; a process that has never started a
- * thread takes no lock. Returns whether it locked,
- * for uro_mt_unlock. A thread that finds the lock held gives its core
- * away rather than spin: the holder may be the progress thread, preempted
- * on this very core by the spinner (a program pinned to one core), and
- * spinning there lasted until the scheduler's next tick (ib_send_lat on
- * the wire: 2 ms at the 99.9th percentile). */
+ * thread takes no lock. Returns whether it locked, for uro_mt_unlock. */
 static inline int uro_mt_lock(pthread_spinlock_t *lock)
 {
 	if (__libc_single_threaded)
 		return 0;
-	while (pthread_spin_trylock(lock))
-		sched_yield();
+	uro_spin_lock(lock);
 	return 1;
 }
 

@@ -723,7 +723,7 @@ void uro_qp_drop_pending(struct uro_qp *qp)
 {
 	struct uro_context *ctx = to_uctx(qp->qpx.qp_base.context);
 
-	pthread_spin_lock(&qp->sq_lock);
+	uro_spin_lock(&qp->sq_lock);
 	uro_atomic_forget(qp);
 	if (qp->pending_n)
 		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
