@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cq_ring.h"
+#include "direct_map.h"
 #include "registry.h"
 
 /* The tables sit where every segment has them; a header's own offsets,
@@ -25,6 +26,7 @@ static void set_tables(struct uro_peer *p)
 	p->cq = (struct uro_seg_cq *)(p->base + layout.cq_off);
 	p->srq = (struct uro_seg_srq *)(p->base + layout.srq_off);
 	p->mr = (struct uro_seg_mr *)(p->base + layout.mr_off);
+	p->share = (struct uro_seg_share *)(p->base + layout.share_off);
 	p->mcast = (struct uro_seg_mcast *)(p->base + layout.mcast_off);
 	p->atomics = (struct uro_seg_atomics *)(p->base + layout.atomic_off);
 	p->arena_off = layout.arena_off;
@@ -158,6 +160,7 @@ int uro_peer_alive(struct uro_peer *p)
 		return 0;
 	}
 	__atomic_store_n(&p->alive_until_ns, now + URO_PEER_ALIVE_NS, __ATOMIC_RELAXED);
+	uro_direct_sweep(p);
 	return 1;
 }
 
@@ -223,6 +226,7 @@ int uro_peer_observe(struct uro_peer *p, const char *registry_dir, unsigned slot
 
 void uro_peer_detach(struct uro_peer *p)
 {
+	uro_direct_drop(p);
 	for (int i = 0; i < p->nfds; i++)
 		if (!p->self)
 			close(p->fds[i].local);

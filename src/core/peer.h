@@ -14,6 +14,8 @@
 
 #define URO_PEER_FDS 16
 
+struct uro_direct_maps;
+
 struct uro_peer {
 	unsigned slot;
 	pid_t pid;
@@ -33,7 +35,9 @@ struct uro_peer {
 	struct uro_seg_cq *cq;
 	struct uro_seg_srq *srq;
 	struct uro_seg_mr *mr;
-	struct uro_seg_mcast *mcast; /* URO_MAX_MCAST_ATTACH entries */
+	struct uro_seg_share *share;	/* beside mr, by index */
+	struct uro_direct_maps *direct; /* its regions mapped here (direct_map.h) */
+	struct uro_seg_mcast *mcast;	/* URO_MAX_MCAST_ATTACH entries */
 	struct uro_seg_atomics *atomics;
 	/* The owner's pipes (channels, async events) opened through /proc:
 	 * looked up without a lock, added under fds_lock. */

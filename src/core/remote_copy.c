@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "attach_probe.h"
+#include "direct_map.h"
 #include "log.h"
 #include "self_pid.h"
 #include "user_memory.h"
@@ -87,8 +88,29 @@ static int in_this_process(const struct uro_peer *p)
 	return p->self || (uint32_t)p->pid == uro_self_pid();
 }
 
-int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
-		    const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
+/* Bytes between this process's memory and the same process's, or a
+ * peer's region mapped here: guarded memcpy, chunk by chunk. */
+static int copy_mapped(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
+		       const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
+{
+	struct iovec lc[URO_MAX_SGE + 1], rc[URO_MAX_SGE + 1];
+
+	for (uint64_t off = 0; off < len; off += URO_COPY_CHUNK) {
+		uint64_t n = len - off < URO_COPY_CHUNK ? len - off : URO_COPY_CHUNK;
+		int nlc = uro_iov_slice(l, nl, off, n, lc), nrc = uro_iov_slice(r, nr, off, n, rc);
+		int err;
+
+		if (off && h && !uro_holds_valid(p, h))
+			return ECANCELED;
+		err = to_peer ? copy_within(rc, nrc, lc, nlc) : copy_within(lc, nlc, rc, nrc);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int copy_attached(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
+			 const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
 {
 	struct iovec lc[URO_MAX_SGE + 1], rc[URO_MAX_SGE + 1];
 
@@ -99,14 +121,6 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 
 		if (off && h && !uro_holds_valid(p, h))
 			return ECANCELED;
-		if (in_this_process(p)) {
-			int err =
-			    to_peer ? copy_within(rc, nrc, lc, nlc) : copy_within(lc, nlc, rc, nrc);
-
-			if (err)
-				return err;
-			continue;
-		}
 		got = to_peer ? process_vm_writev(p->pid, lc, (unsigned long)nlc, rc,
 						  (unsigned long)nrc, 0)
 			      : process_vm_readv(p->pid, lc, (unsigned long)nlc, rc,
@@ -120,4 +134,20 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 		return got < 0 ? errno : EFAULT;
 	}
 	return 0;
+}
+
+int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
+		    const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
+{
+	struct iovec mapped[URO_MAX_SGE + 1];
+	int err;
+
+	if (in_this_process(p))
+		return copy_mapped(p, to_peer, l, nl, r, nr, len, h);
+	if (h && uro_direct_begin(p, h, r, nr, mapped)) {
+		err = copy_mapped(p, to_peer, l, nl, mapped, nr, len, h);
+		uro_direct_end(p);
+		return err;
+	}
+	return copy_attached(p, to_peer, l, nl, r, nr, len, h);
 }

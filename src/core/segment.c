@@ -45,6 +45,8 @@ void uro_seg_table_offsets(struct uro_seg_header *h)
 	off = align_up(off + URO_MAX_SRQ * sizeof(struct uro_seg_srq), 4096);
 	h->mr_off = off;
 	off = align_up(off + URO_MAX_MR * sizeof(struct uro_seg_mr), 4096);
+	h->share_off = off;
+	off = align_up(off + URO_MAX_MR * sizeof(struct uro_seg_share), 4096);
 	h->mcast_off = off;
 	off = align_up(off + URO_MAX_MCAST_ATTACH * sizeof(struct uro_seg_mcast), 4096);
 	h->atomic_off = off;

@@ -15,7 +15,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 15
+#define URO_SEG_VERSION 16
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 /* What the owner's port counts, read by `uroce stat` from another process
@@ -182,6 +182,27 @@ struct uro_seg_mr {
 	uint64_t reserved1;
 };
 
+/* Where a region's memory can be mapped by a peer of the same user, beside
+ * its key-table entry (the direct path, direct_map.h): the kind of object
+ * that backs it, how the peer reaches that object, and where the region
+ * starts in it. Written by the owner only while the entry is out of reach
+ * (registration, re-registration), so an initiator holding the key reads
+ * it as it reads the region's bounds. */
+enum uro_share_kind {
+	URO_SHARE_NONE, /* private memory: cross-memory attach only */
+	URO_SHARE_FD,	/* a file or memfd: /proc/<owner>/fd/<id> */
+	URO_SHARE_SYSV, /* a System V segment: shmat(id) */
+};
+
+struct uro_seg_share {
+	uint32_t kind;	 /* enum uro_share_kind */
+	int32_t id;	 /* the owner's fd number, or the shmid */
+	uint32_t serial; /* bumped at each publication: a peer's mapping names one */
+	uint32_t pad;
+	uint64_t offset;   /* of the region's first byte in the object */
+	uint64_t dev, ino; /* the object's, as fstat(2) gives them */
+};
+
 /* A UD QP attached to a multicast group (ibv_attach_mcast(3)): a sender
  * to the group delivers to every attached QP of every process on the host
  * whose device is its own (IBTA 10.5.2.1). */
@@ -254,7 +275,8 @@ struct uro_seg_header {
 	uint32_t wire_forced;
 	uint32_t pad;
 	uint64_t async_ino; /* async_wfd's pipe (see uro_seg_cq.channel_ino) */
-	uint8_t reserved[40];
+	uint64_t share_off; /* the regions' struct uro_seg_share, by MR index */
+	uint8_t reserved[32];
 };
 
 _Static_assert(sizeof(struct uro_seg_qp) == 256, "QP entry size");
@@ -266,6 +288,7 @@ _Static_assert(offsetof(struct uro_seg_qp, counters.posted_sends) % 64 == 0,
 _Static_assert(sizeof(struct uro_seg_cq) == 64, "CQ entry size");
 _Static_assert(sizeof(struct uro_seg_srq) == 128, "SRQ entry size");
 _Static_assert(sizeof(struct uro_seg_mr) == 128, "MR entry size");
+_Static_assert(sizeof(struct uro_seg_share) == 40, "share entry size");
 _Static_assert(sizeof(struct uro_seg_mcast) == 32, "multicast entry size");
 _Static_assert(sizeof(struct uro_seg_atomic) == 64, "an atomic slot on a cache line of its own");
 _Static_assert(offsetof(struct uro_seg_atomics, slot) == 64, "the doorbell on a line of its own");

@@ -2,6 +2,7 @@
  * is, then handed to the target process, which executes them
  * (atomic_table.h says why the target, and not the initiator). */
 #include "atomic_table.h"
+#include "direct_map.h"
 #include "requester.h"
 #include "segment_ops.h"
 #include "user_memory.h"
@@ -72,6 +73,58 @@ static int atomic_check(struct target *t, uint32_t rkey, uint64_t va, unsigned a
 	return st;
 }
 
+/* Not executed on a mapping: the target executes it. */
+#define RESULT_NOT_MAPPED (-100)
+
+/* An atomic on memory this process maps (direct_map.h), executed here,
+ * under the key's hold and after the same checks: IBV_WC_SUCCESS with
+ * *old, the responder's error, or RESULT_NOT_MAPPED. Lock-free: no
+ * process, stopped or not, holds anything another's atomic waits for. */
+static int direct_atomic(struct target *t, const struct uro_atomic_request *rq, unsigned access,
+			 uint64_t *old)
+{
+	struct uro_user_atomic a = {
+	    .kind = rq->kind, .operand = rq->operand, .compare = rq->compare};
+	struct uro_holds h;
+	struct iovec riov;
+	int st, err;
+
+	if (!uro_direct_shared(t->peer, rq->rkey))
+		return RESULT_NOT_MAPPED;
+	if (rq->va & 7) {
+		uro_qp_error(t->qp_peer, t->qp);
+		return IBV_WC_REM_INV_REQ_ERR;
+	}
+	st = uro_remote_range(t, rq->rkey, rq->va, 8, access, &riov, &h);
+	if (st != IBV_WC_SUCCESS)
+		return st;
+	err = uro_direct_atomic(t->peer, &h, (uintptr_t)riov.iov_base, &a);
+	uro_release(&h);
+	if (err < 0)
+		return RESULT_NOT_MAPPED;
+	if (err) { /* the owner's memory went from under a valid key */
+		uro_qp_error(t->qp_peer, t->qp);
+		return IBV_WC_REM_ACCESS_ERR;
+	}
+	*old = a.old;
+	return IBV_WC_SUCCESS;
+}
+
+/* An atomic the target executes: checked here first, unless it is the
+ * head's, handed over already and waited for again. */
+static int served_atomic(struct uro_qp *qp, struct target *t, const struct uro_atomic_request *rq,
+			 unsigned access, uint64_t *old)
+{
+	int st;
+
+	if (!qp->atomic_peer) {
+		st = atomic_check(t, rq->rkey, rq->va, access);
+		if (st != IBV_WC_SUCCESS)
+			return st;
+	}
+	return atomic_answer(qp, t, rq, old);
+}
+
 static void atomic_request(const struct ibv_send_wr *wr, const struct target *t,
 			   struct uro_atomic_request *rq)
 {
@@ -99,14 +152,11 @@ int uro_atomic_op(struct uro_qp *qp, const struct ibv_send_wr *wr, struct target
 
 	if (len != 8 || nl != 1)
 		return IBV_WC_LOC_LEN_ERR;
-	if (!qp->atomic_peer) {
-		st = atomic_check(t, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr,
-				  IBV_ACCESS_REMOTE_ATOMIC);
-		if (st != IBV_WC_SUCCESS)
-			return st;
-	}
 	atomic_request(wr, t, &rq);
-	st = atomic_answer(qp, t, &rq, &old);
+	st = qp->atomic_peer ? RESULT_NOT_MAPPED
+			     : direct_atomic(t, &rq, IBV_ACCESS_REMOTE_ATOMIC, &old);
+	if (st == RESULT_NOT_MAPPED)
+		st = served_atomic(qp, t, &rq, IBV_ACCESS_REMOTE_ATOMIC, &old);
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	/* The original value, to the requester: its buffer may have gone since
@@ -135,6 +185,13 @@ int uro_atomic_write(struct uro_qp *qp, const struct ibv_send_wr *wr, struct tar
 
 	if (len != 8)
 		return IBV_WC_LOC_LEN_ERR;
+	if (!qp->atomic_peer && uro_direct_shared(t->peer, rq.rkey)) {
+		if (uro_user_gather(&rq.operand, liov, nl))
+			return IBV_WC_LOC_PROT_ERR;
+		st = direct_atomic(t, &rq, IBV_ACCESS_REMOTE_WRITE, &old);
+		if (st != RESULT_NOT_MAPPED)
+			return st;
+	}
 	if (!qp->atomic_peer && !uro_atomic_served(t->peer)) {
 		if (wr->wr.rdma.remote_addr & 7) {
 			uro_qp_error(t->qp_peer, t->qp);
@@ -144,12 +201,7 @@ int uro_atomic_write(struct uro_qp *qp, const struct ibv_send_wr *wr, struct tar
 				      IBV_ACCESS_REMOTE_WRITE, &riov, &h);
 		return st == IBV_WC_SUCCESS ? uro_remote_move(t, 1, liov, nl, &riov, 8, &h) : st;
 	}
-	if (!qp->atomic_peer) {
-		st = atomic_check(t, rq.rkey, rq.va, IBV_ACCESS_REMOTE_WRITE);
-		if (st != IBV_WC_SUCCESS)
-			return st;
-		if (uro_user_gather(&rq.operand, liov, nl))
-			return IBV_WC_LOC_PROT_ERR;
-	}
-	return atomic_answer(qp, t, &rq, &old);
+	if (!qp->atomic_peer && uro_user_gather(&rq.operand, liov, nl))
+		return IBV_WC_LOC_PROT_ERR;
+	return served_atomic(qp, t, &rq, IBV_ACCESS_REMOTE_WRITE, &old);
 }

@@ -7,12 +7,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "access.h"
 #include "address_space.h"
 #include "key_hold.h"
 #include "objects.h"
 #include "segment_ops.h"
+#include "shareable.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
@@ -22,6 +24,27 @@
 uint32_t uro_make_key(uint32_t index, uint32_t generation)
 {
 	return ((index + 1) << 8) | (generation & 0xff);
+}
+
+/* Where a peer may map the region (shareable.h), while it is out of reach:
+ * a new serial, so that a peer's mapping of an earlier translation is
+ * never taken for this one. */
+static void share_out(struct uro_mr *mr)
+{
+	uint32_t serial = mr->share->serial + 1;
+
+	if (mr->share_fd >= 0)
+		close(mr->share_fd);
+	uro_shareable_find(mr->ibmr.addr, mr->ibmr.length, mr->share, &mr->share_fd);
+	mr->share->serial = serial;
+}
+
+static void share_end(struct uro_mr *mr)
+{
+	if (mr->share_fd >= 0)
+		close(mr->share_fd);
+	mr->share_fd = -1;
+	mr->share->kind = URO_SHARE_NONE;
 }
 
 static void publish(struct uro_mr *mr)
@@ -86,6 +109,8 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	}
 	mr->index = (uint32_t)index;
 	mr->pub = &ctx->self.mr[index];
+	mr->share = &ctx->self.share[index];
+	mr->share_fd = -1;
 	mr->pub->access = access;
 	mr->pub->iova = iova;
 	mr->ibmr.context = pd->context;
@@ -101,6 +126,7 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	mr->pub->windows = 0;
 	mr->pd = to_upd(pd);
 	mr->pd->users++;
+	share_out(mr);
 	publish(mr);
 	uro_unlock(ctx);
 	if (access & IBV_ACCESS_REMOTE_ATOMIC)
@@ -146,6 +172,7 @@ URO_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	 * copies through it that started before are waited for. */
 	uro_key_quiesce(mr->pub);
 	uro_lock(ctx);
+	share_end(mr);
 	mr->pd->users--;
 	uro_index_give(&ctx->seg.mr_ids, mr->index);
 	uro_unlock(ctx);
@@ -187,6 +214,7 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 		ibmr->addr = addr;
 		ibmr->length = length;
 		mr->pub->iova = (uintptr_t)addr;
+		share_out(mr);
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		mr->pd->users--;

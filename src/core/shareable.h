@@ -1,0 +1,26 @@
+/* Whether memory the program registers can be mapped by another process
+ * of the same user (the direct path, direct_map.h): memory a NIC's users
+ * share between processes anyway (a MAP_SHARED mapping of a memfd, a POSIX
+ * or System V shared-memory segment, a tmpfs or hugetlbfs file; perftest's
+ * --use_hugepages takes System V huge pages). Private memory, what malloc
+ * returns, is not: its pages exist in this process only, and the peer
+ * reaches them with cross-memory attach. */
+#ifndef URO_SHAREABLE_H
+#define URO_SHAREABLE_H
+
+#include <stddef.h>
+
+#include "segment_layout.h"
+
+/* Fills s (all but serial) for [addr, addr+len) when it lies in one shared
+ * mapping of an object a peer can open or attach: 0, and *fd a descriptor
+ * of this process's on the object (-1 for System V) that names it for
+ * peers and must stay open while s is published. -1 otherwise (s->kind is
+ * then URO_SHARE_NONE). Reads /proc/self/maps, at registration only. */
+int uro_shareable_find(const void *addr, size_t len, struct uro_seg_share *s, int *fd);
+
+/* The direct path is on unless UROCE_DIRECT=0 (the escape hatch, and the
+ * comparison bench/run makes). */
+int uro_direct_enabled(void);
+
+#endif
