@@ -5,9 +5,13 @@
  * one process; process_vm_writev/readv (process_vm_readv(2)) into and out of
  * another process are the calls uroce's RDMA WRITE and READ are made of.
  *
+ * A memcpy between two mappings of one memfd is the bound for uroce's direct
+ * path, where a peer maps the target's shareable region and copies into it.
+ *
  * usage: copy_limits SECONDS SIZE...
  * prints one line per size: size, GB/s for memcpy, process_vm_writev and
- * process_vm_readv, and process_vm_writev calls per second.
+ * process_vm_readv, process_vm_writev calls per second, and GB/s for a
+ * memcpy from one mapping of a memfd into another mapping of it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -23,6 +28,7 @@
 struct target {
 	pid_t pid;
 	char *buf; /* same address in both processes: allocated before fork */
+	char *from, *to; /* two mappings of one memfd, at different offsets */
 };
 
 typedef int (*copy_fn)(const struct target *t, char *local, size_t len);
@@ -39,6 +45,35 @@ static int copy_memcpy(const struct target *t, char *local, size_t len)
 	memcpy(t->buf, local, len);
 	/* Keeps the compiler from dropping a copy nobody reads. */
 	__asm__ volatile("" ::: "memory");
+	return 0;
+}
+
+static int copy_memfd(const struct target *t, char *local, size_t len)
+{
+	(void)local;
+	memcpy(t->to, t->from, len);
+	__asm__ volatile("" ::: "memory");
+	return 0;
+}
+
+/* The memfd's first half seen through one mapping, its second through
+ * another: a copy between them is what a peer's memcpy into a region it
+ * mapped costs, with the owner's mapping beside it. */
+static int map_memfd(struct target *t, size_t bytes)
+{
+	int fd = memfd_create("copy_limits", MFD_CLOEXEC);
+	char *a, *b;
+
+	if (fd < 0 || ftruncate(fd, (off_t)(2 * bytes)))
+		return -1;
+	a = mmap(NULL, 2 * bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	b = mmap(NULL, 2 * bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (a == MAP_FAILED || b == MAP_FAILED)
+		return -1;
+	memset(a, 3, 2 * bytes);
+	t->from = a;
+	t->to = b + bytes;
 	return 0;
 }
 
@@ -119,25 +154,26 @@ int main(int argc, char **argv)
 	size_t bytes = (max + 4095) & ~(size_t)4095;
 	struct target t = {.buf = aligned_alloc(4096, bytes)};
 	char *local = aligned_alloc(4096, bytes);
-	if (!t.buf || !local || start_target(&t, max)) {
+	if (!t.buf || !local || map_memfd(&t, bytes) || start_target(&t, max)) {
 		perror("copy_limits");
 		return 1;
 	}
 	memset(local, 2, max);
-	printf("# bytes memcpy_GBps pvwritev_GBps pvreadv_GBps pvwritev_calls_per_s\n");
+	printf("# bytes memcpy_GBps pvwritev_GBps pvreadv_GBps pvwritev_calls_per_s memfd_GBps\n");
 	int status = 0;
 	for (int i = 2; i < argc && status == 0; i++) {
 		size_t s = strtoull(argv[i], NULL, 0);
 		double m = rate(copy_memcpy, &t, local, s, seconds);
 		double w = rate(copy_writev, &t, local, s, seconds);
 		double r = rate(copy_readv, &t, local, s, seconds);
+		double f = rate(copy_memfd, &t, local, s, seconds);
 		if (w < 0 || r < 0) {
 			fprintf(stderr, "copy_limits: %s\n", strerror(errno));
 			status = 1;
 			break;
 		}
-		printf("%zu %.3f %.3f %.3f %.0f\n", s, m * (double)s / 1e9, w * (double)s / 1e9,
-		       r * (double)s / 1e9, w);
+		printf("%zu %.3f %.3f %.3f %.0f %.3f\n", s, m * (double)s / 1e9, w * (double)s / 1e9,
+		       r * (double)s / 1e9, w, f * (double)s / 1e9);
 		fflush(stdout);
 	}
 	kill(t.pid, SIGKILL);
