@@ -27,7 +27,7 @@
 
 struct target {
 	pid_t pid;
-	char *buf; /* same address in both processes: allocated before fork */
+	char *buf;	 /* same address in both processes: allocated before fork */
 	char *from, *to; /* two mappings of one memfd, at different offsets */
 };
 
@@ -172,8 +172,8 @@ int main(int argc, char **argv)
 			status = 1;
 			break;
 		}
-		printf("%zu %.3f %.3f %.3f %.0f %.3f\n", s, m * (double)s / 1e9, w * (double)s / 1e9,
-		       r * (double)s / 1e9, w, f * (double)s / 1e9);
+		printf("%zu %.3f %.3f %.3f %.0f %.3f\n", s, m * (double)s / 1e9,
+		       w * (double)s / 1e9, r * (double)s / 1e9, w, f * (double)s / 1e9);
 		fflush(stdout);
 	}
 	kill(t.pid, SIGKILL);
