@@ -2,18 +2,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* One line of /proc/self/maps: "start-end perms offset dev inode path". */
-struct mapping {
-	uintptr_t start, end;
-	int readable, writable;
-};
-
-static int parse_line(const char *line, struct mapping *m)
+/* Where a line's mapping starts and ends, and its access: all the walk
+ * needs of the lines before the range. */
+static int parse_line(const char *line, struct uro_mapping *m)
 {
 	char *p;
 
@@ -21,24 +19,40 @@ static int parse_line(const char *line, struct mapping *m)
 	if (*p != '-')
 		return -1;
 	m->end = (uintptr_t)strtoull(p + 1, &p, 16);
-	if (*p != ' ' || !p[1] || !p[2])
+	if (*p != ' ' || !p[1] || !p[2] || !p[3] || !p[4])
 		return -1;
 	m->readable = p[1] == 'r';
 	m->writable = p[2] == 'w';
+	m->shared = p[4] == 's';
 	return 0;
+}
+
+/* The rest of the line of the mapping that holds the range's start. */
+static void describe(const char *line, struct uro_mapping *m)
+{
+	int at = 0;
+
+	m->path[0] = 0;
+	if (sscanf(line, "%*x-%*x %*4s %" SCNx64 " %x:%x %" SCNu64 " %n", &m->offset, &m->major,
+		   &m->minor, &m->ino, &at) < 4)
+		m->shared = 0; /* unreadable: treated as private */
+	else
+		snprintf(m->path, sizeof(m->path), "%s", line + at);
 }
 
 /* Walks the maps in address order, which the kernel guarantees, until the
  * range is covered or a gap or a missing permission shows. The walk stops
  * at the range's end, so its cost is the mappings below it, never the
  * range's length. */
-int uro_range_accessible(const void *addr, size_t len, int writable)
+int uro_range_accessible(const void *addr, size_t len, int writable, struct uro_mapping *first)
 {
 	uintptr_t next = (uintptr_t)addr, end = next + len;
 	char buf[8192]; /* a line holds a path of up to PATH_MAX */
 	size_t have = 0;
 	int fd, result = EFAULT;
 
+	if (first)
+		first->start = 0;
 	if (!len)
 		return 0;
 	if (end < next)
@@ -55,14 +69,20 @@ int uro_range_accessible(const void *addr, size_t len, int writable)
 		have += (size_t)n;
 		buf[have] = 0;
 		while ((nl = strchr(line, '\n'))) {
-			struct mapping m;
+			struct uro_mapping m;
 
 			*nl = 0;
 			if (parse_line(line, &m) || m.start > next)
 				goto out; /* a gap before the rest of the range */
-			line = nl + 1;
-			if (m.end <= next)
+			if (m.end <= next) {
+				line = nl + 1;
 				continue;
+			}
+			if (first && next == (uintptr_t)addr) {
+				*first = m;
+				describe(line, first);
+			}
+			line = nl + 1;
 			if (!m.readable || (writable && !m.writable))
 				goto out;
 			next = m.end;

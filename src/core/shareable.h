@@ -10,14 +10,17 @@
 
 #include <stddef.h>
 
+#include "address_space.h"
 #include "segment_layout.h"
 
-/* Fills s (all but serial) for [addr, addr+len) when it lies in one shared
- * mapping of an object a peer can open or attach: 0, and *fd a descriptor
+/* Fills s (all but serial) for [addr, addr+len) when it lies in m, one
+ * shared mapping of an object a peer can open or attach (m as
+ * uro_range_accessible found it at registration): 0, and *fd a descriptor
  * of this process's on the object (-1 for System V) that names it for
  * peers and must stay open while s is published. -1 otherwise (s->kind is
- * then URO_SHARE_NONE). Reads /proc/self/maps, at registration only. */
-int uro_shareable_find(const void *addr, size_t len, struct uro_seg_share *s, int *fd);
+ * then URO_SHARE_NONE). */
+int uro_shareable_find(const struct uro_mapping *m, const void *addr, size_t len,
+		       struct uro_seg_share *s, int *fd);
 
 /* The direct path is on unless UROCE_DIRECT=0 (the escape hatch, and the
  * comparison bench/run makes). */

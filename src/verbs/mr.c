@@ -29,13 +29,13 @@ uint32_t uro_make_key(uint32_t index, uint32_t generation)
 /* Where a peer may map the region (shareable.h), while it is out of reach:
  * a new serial, so that a peer's mapping of an earlier translation is
  * never taken for this one. */
-static void share_out(struct uro_mr *mr)
+static void share_out(struct uro_mr *mr, const struct uro_mapping *where)
 {
 	uint32_t serial = mr->share->serial + 1;
 
 	if (mr->share_fd >= 0)
 		close(mr->share_fd);
-	uro_shareable_find(mr->ibmr.addr, mr->ibmr.length, mr->share, &mr->share_fd);
+	uro_shareable_find(where, mr->ibmr.addr, mr->ibmr.length, mr->share, &mr->share_fd);
 	mr->share->serial = serial;
 }
 
@@ -68,19 +68,21 @@ static int range_ok(const void *addr, size_t length)
  * is not mapped, or not with the access asked for, cannot be registered
  * (EFAULT). Otherwise a peer's key could name whatever the owner maps
  * there later. On-demand paging registers what is not there yet. */
-static int pinnable(const void *addr, size_t length, unsigned access)
+static int pinnable(const void *addr, size_t length, unsigned access, struct uro_mapping *where)
 {
 	const unsigned writes =
 	    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 
+	where->start = 0;
 	if (access & IBV_ACCESS_ON_DEMAND)
 		return 0;
-	return uro_range_accessible(addr, length, (access & writes) != 0);
+	return uro_range_accessible(addr, length, (access & writes) != 0, where);
 }
 
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 			  unsigned access)
 {
+	struct uro_mapping where; /* what holds addr: where a peer may map it */
 	struct uro_context *ctx;
 	struct uro_mr *mr;
 	int err;
@@ -93,7 +95,7 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 		return uro_fail_null(err);
 	if (!range_ok(addr, length) || iova + length < iova)
 		return uro_fail_null(EINVAL);
-	err = pinnable(addr, length, access);
+	err = pinnable(addr, length, access, &where);
 	if (err)
 		return uro_fail_null(err);
 	ctx = to_uctx(pd->context);
@@ -126,7 +128,7 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	mr->pub->windows = 0;
 	mr->pd = to_upd(pd);
 	mr->pd->users++;
-	share_out(mr);
+	share_out(mr, &where);
 	publish(mr);
 	uro_unlock(ctx);
 	if (access & IBV_ACCESS_REMOTE_ATOMIC)
@@ -186,6 +188,7 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 {
 	struct uro_mr *mr = uro_container_of(ibmr, struct uro_mr, ibmr);
 	struct uro_context *ctx = to_uctx(ibmr->context);
+	struct uro_mapping where = {.start = 0};
 	const int known =
 	    IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
 
@@ -201,7 +204,8 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 	if ((flags & (IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS)) &&
 	    pinnable(flags & IBV_REREG_MR_CHANGE_TRANSLATION ? addr : ibmr->addr,
 		     flags & IBV_REREG_MR_CHANGE_TRANSLATION ? length : ibmr->length,
-		     flags & IBV_REREG_MR_CHANGE_ACCESS ? (unsigned)access : mr->pub->access)) {
+		     flags & IBV_REREG_MR_CHANGE_ACCESS ? (unsigned)access : mr->pub->access,
+		     &where)) {
 		errno = EFAULT;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
@@ -214,7 +218,7 @@ URO_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 		ibmr->addr = addr;
 		ibmr->length = length;
 		mr->pub->iova = (uintptr_t)addr;
-		share_out(mr);
+		share_out(mr, &where);
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		mr->pd->users--;
