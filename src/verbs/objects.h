@@ -119,8 +119,8 @@ struct uro_mr {
 	struct uro_seg_mr *pub;
 	struct uro_seg_share *share; /* beside pub: where peers may map it */
 	int share_fd;		     /* the object share names, held open, or -1 */
-	struct uro_pd *pd; /* counted on: an imported PD's original */
-	int imported;	   /* ibv_import_mr(3): another context's region */
+	struct uro_pd *pd;	     /* counted on: an imported PD's original */
+	int imported;		     /* ibv_import_mr(3): another context's region */
 };
 
 struct uro_channel {
