@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct direct_region {
 	void *base; /* what to unmap */
 	size_t len;
 	uint8_t *at;		    /* the region's first byte */
+	uint64_t length;	    /* of the region, all mapped from at */
 	struct direct_region *next; /* on the retired list */
 };
 
@@ -93,7 +95,8 @@ static int map_sysv(const struct uro_peer *p, const struct uro_seg_share *s, uin
 	void *base;
 
 	if (!same_ipc_namespace(p->pid) || shmctl(s->id, IPC_STAT, &ds) ||
-	    ds.shm_perm.uid != geteuid() || ds.shm_segsz < s->offset + length)
+	    ds.shm_perm.uid != geteuid() || s->offset > ds.shm_segsz ||
+	    length > ds.shm_segsz - s->offset)
 		return -1;
 	base = shmat(s->id, NULL, 0);
 	if (base == (void *)-1)
@@ -128,6 +131,11 @@ static int map_fd(const struct uro_peer *p, const struct uro_seg_share *s, uint6
 	blk = (uint64_t)sysconf(_SC_PAGESIZE);
 	if (st.st_blksize > (blksize_t)blk && !(st.st_blksize & (st.st_blksize - 1)))
 		blk = (uint64_t)st.st_blksize;
+	/* Whatever the owner published, the mapping holds the whole region. */
+	if (s->offset >= (1ull << 62) || length >= (1ull << 62)) {
+		close(fd);
+		return -1;
+	}
 	start = s->offset & ~(blk - 1);
 	end = (s->offset + length + blk - 1) & ~(blk - 1);
 	base = mmap(NULL, end - start, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
@@ -202,6 +210,7 @@ static struct direct_region *map_region(struct uro_peer *p, struct uro_direct_ma
 	m->serial = s->serial;
 	m->pid = p->pid;
 	m->kind = s->kind;
+	m->length = r->length;
 	err = m->kind == URO_SHARE_SYSV ? map_sysv(p, s, r->length, m)
 	      : m->kind == URO_SHARE_FD ? map_fd(p, s, r->length, m)
 					: -1;
@@ -214,9 +223,11 @@ static struct direct_region *map_region(struct uro_peer *p, struct uro_direct_ma
 	return m;
 }
 
-/* addr's place in this process's mapping of its region, or NULL. */
+/* [addr, addr+len)'s place in this process's mapping of its region, or
+ * NULL. The region's bounds are read again from the owner's table, so the
+ * mapping's own length bounds the copy whatever the table says. */
 static uint8_t *translate(struct uro_peer *p, struct uro_direct_maps *d, const struct uro_seg_mr *r,
-			  uint64_t addr)
+			  uint64_t addr, uint64_t len)
 {
 	uint32_t index = (uint32_t)(r - p->mr);
 	struct direct_region *m = __atomic_load_n(&d->slot[index % DIRECT_SLOTS], __ATOMIC_ACQUIRE);
@@ -228,6 +239,8 @@ static uint8_t *translate(struct uro_peer *p, struct uro_direct_maps *d, const s
 		if (!m)
 			return NULL;
 	}
+	if (addr - r->addr > m->length || len > m->length - (addr - r->addr))
+		return NULL;
 	return m->at + (addr - r->addr);
 }
 
@@ -260,7 +273,7 @@ int uro_direct_begin(struct uro_peer *p, const struct uro_holds *h, const struct
 	if (__atomic_load_n(&d->sweeping, __ATOMIC_SEQ_CST))
 		goto cross;
 	for (int i = 0; i < nr; i++) {
-		out[i].iov_base = translate(p, d, reg[i], (uintptr_t)r[i].iov_base);
+		out[i].iov_base = translate(p, d, reg[i], (uintptr_t)r[i].iov_base, r[i].iov_len);
 		out[i].iov_len = r[i].iov_len;
 		if (!out[i].iov_base)
 			goto cross;

@@ -679,8 +679,9 @@ static int target_reach(const struct link *l, const void *arg)
 	struct ibv_qp *second;
 
 	(void)arg;
-	if (side_open(&t, IBV_QPT_RC, 16, CAP) || reach_make(g, &t) ||
-	    post_recv_in(t.qp, &g[MEMFD], 2 * PART, PART) || link_connect(l, t.qp))
+	/* The receive once the QP can take it, before the regions are told. */
+	if (side_open(&t, IBV_QPT_RC, 16, CAP) || reach_make(g, &t) || link_connect(l, t.qp) ||
+	    post_recv_in(t.qp, &g[MEMFD], 2 * PART, PART))
 		return 2;
 	for (int k = 0; k < KINDS; k++)
 		if (say_region(l, &g[k]))
@@ -1056,17 +1057,19 @@ static void test_key_revoked_and_moved(void)
 #define FORK_PART (4 * KIB)
 
 /* A child that never touches verbs (a forked child does not use its
- * parent's objects, ibv_fork_init(3)): it ends at once, or when its pipe
- * closes. 0, or -1. */
-static pid_t fork_idle(int wait_fd)
+ * parent's objects, ibv_fork_init(3)): it ends at once, or (hold, a pipe)
+ * when the parent closes the pipe. Its pid, or -1. */
+static pid_t fork_idle(const int *hold)
 {
 	pid_t pid = fork();
 	char c;
 
 	if (pid == 0) {
 		alarm(30);
-		if (wait_fd >= 0)
-			(void)!read(wait_fd, &c, 1);
+		if (hold) {
+			close(hold[1]);
+			(void)!read(hold[0], &c, 1);
+		}
 		_exit(0);
 	}
 	return pid;
@@ -1101,7 +1104,7 @@ static int target_fork(const struct link *l, const void *arg)
 	CHECK(all_are(g.buf + 2 * FORK_PART, FORK_PART, 'h'));
 	if (pipe(hold))
 		return 4;
-	child = fork_idle(hold[0]);
+	child = fork_idle(hold);
 	CHECK(child > 0);
 	close(hold[0]);
 	if (say(l, M_FORKED, 0) || expect(l, M_DONE, NULL))
@@ -1139,12 +1142,12 @@ static int initiator_fork(const struct link *l, const void *arg)
 		return 2;
 	CHECK_EQ(arm(), 0);
 	write_part(&s, &region, 0, 'f');
-	child = fork_idle(-1); /* gone at once */
+	child = fork_idle(NULL); /* gone at once */
 	CHECK(child > 0 && reaped_clean(child));
 	write_part(&s, &region, 1, 'g');
 	if (pipe(hold))
 		return 3;
-	child = fork_idle(hold[0]); /* there while the parent copies */
+	child = fork_idle(hold); /* there while the parent copies */
 	close(hold[0]);
 	write_part(&s, &region, 2, 'h');
 	close(hold[1]);
@@ -1295,8 +1298,8 @@ static void test_killed_mid_copy(void)
 /* ==== 6 and 7. Atomics of two initiators on one counter. */
 
 struct adder {
-	int direct;
-	uint64_t *olds; /* shared with the orchestrator: ADDS of them */
+	int direct, early; /* early: says so early in its run */
+	uint64_t *olds;	   /* shared with the orchestrator: ADDS of them */
 };
 
 static int target_counter(const struct link *l, const void *arg)
@@ -1320,7 +1323,7 @@ static int target_counter(const struct link *l, const void *arg)
 }
 
 /* FETCH_AND_ADD 1, ADDS times, each completed before the next; says so
- * early in the run, and at its end. */
+ * at its end. */
 static int initiator_adder(const struct link *l, const void *arg)
 {
 	const struct adder *a = arg;
@@ -1343,7 +1346,7 @@ static int initiator_adder(const struct link *l, const void *arg)
 			CHECK_EQ(st, IBV_WC_SUCCESS);
 			return 4;
 		}
-		if (n == ADDS / 20 && say(l, M_EARLY, 0))
+		if (a->early && n == ADDS / 20 && say(l, M_EARLY, 0))
 			return 5;
 	}
 	if (say(l, M_DONE, ADDS))
@@ -1404,7 +1407,7 @@ static void test_two_adders(int a_direct, int stop_a)
 	size_t size = 2 * ADDS * sizeof(uint64_t);
 	uint64_t *olds =
 	    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	struct adder aa = {.direct = a_direct, .olds = olds},
+	struct adder aa = {.direct = a_direct, .early = stop_a, .olds = olds},
 		     bb = {.direct = 1, .olds = olds + ADDS};
 	struct proc t = {.pid = -1}, a = {.pid = -1}, b = {.pid = -1};
 	int ok;
