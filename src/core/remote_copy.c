@@ -88,10 +88,38 @@ static int in_this_process(const struct uro_peer *p)
 	return p->self || (uint32_t)p->pid == uro_self_pid();
 }
 
-/* Bytes between this process's memory and the same process's, or a
- * peer's region mapped here: guarded memcpy, chunk by chunk. */
-static int copy_mapped(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
-		       const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
+/* One chunk's bytes, l to r (to_peer) or r to l: 0 or an errno. */
+typedef int (*chunk_copy)(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
+			  const struct iovec *r, int nr, uint64_t n);
+
+/* Within this process's address space: the same process's memory, or a
+ * peer's region mapped here (direct_map.h). */
+static int chunk_mapped(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
+			const struct iovec *r, int nr, uint64_t n)
+{
+	(void)p;
+	(void)n;
+	return to_peer ? copy_within(r, nr, l, nl) : copy_within(l, nl, r, nr);
+}
+
+static int chunk_attached(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
+			  const struct iovec *r, int nr, uint64_t n)
+{
+	ssize_t got = to_peer
+			  ? process_vm_writev(p->pid, l, (unsigned long)nl, r, (unsigned long)nr, 0)
+			  : process_vm_readv(p->pid, l, (unsigned long)nl, r, (unsigned long)nr, 0);
+
+	if (got == (ssize_t)n)
+		return 0;
+	if (got < 0 && errno == ESRCH)
+		p->dead = 1;
+	if (got < 0 && (errno == EPERM || errno == EACCES))
+		tell_refused(p, errno);
+	return got < 0 ? errno : EFAULT;
+}
+
+static int in_chunks(chunk_copy copy, struct uro_peer *p, int to_peer, const struct iovec *l,
+		     int nl, const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
 {
 	struct iovec lc[URO_MAX_SGE + 1], rc[URO_MAX_SGE + 1];
 
@@ -102,36 +130,9 @@ static int copy_mapped(struct uro_peer *p, int to_peer, const struct iovec *l, i
 
 		if (off && h && !uro_holds_valid(p, h))
 			return ECANCELED;
-		err = to_peer ? copy_within(rc, nrc, lc, nlc) : copy_within(lc, nlc, rc, nrc);
+		err = copy(p, to_peer, lc, nlc, rc, nrc, n);
 		if (err)
 			return err;
-	}
-	return 0;
-}
-
-static int copy_attached(struct uro_peer *p, int to_peer, const struct iovec *l, int nl,
-			 const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
-{
-	struct iovec lc[URO_MAX_SGE + 1], rc[URO_MAX_SGE + 1];
-
-	for (uint64_t off = 0; off < len; off += URO_COPY_CHUNK) {
-		uint64_t n = len - off < URO_COPY_CHUNK ? len - off : URO_COPY_CHUNK;
-		int nlc = uro_iov_slice(l, nl, off, n, lc), nrc = uro_iov_slice(r, nr, off, n, rc);
-		ssize_t got;
-
-		if (off && h && !uro_holds_valid(p, h))
-			return ECANCELED;
-		got = to_peer ? process_vm_writev(p->pid, lc, (unsigned long)nlc, rc,
-						  (unsigned long)nrc, 0)
-			      : process_vm_readv(p->pid, lc, (unsigned long)nlc, rc,
-						 (unsigned long)nrc, 0);
-		if (got == (ssize_t)n)
-			continue;
-		if (got < 0 && errno == ESRCH)
-			p->dead = 1;
-		if (got < 0 && (errno == EPERM || errno == EACCES))
-			tell_refused(p, errno);
-		return got < 0 ? errno : EFAULT;
 	}
 	return 0;
 }
@@ -143,11 +144,11 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 	int err;
 
 	if (in_this_process(p))
-		return copy_mapped(p, to_peer, l, nl, r, nr, len, h);
+		return in_chunks(chunk_mapped, p, to_peer, l, nl, r, nr, len, h);
 	if (h && uro_direct_begin(p, h, r, nr, mapped)) {
-		err = copy_mapped(p, to_peer, l, nl, mapped, nr, len, h);
+		err = in_chunks(chunk_mapped, p, to_peer, l, nl, mapped, nr, len, h);
 		uro_direct_end(p);
 		return err;
 	}
-	return copy_attached(p, to_peer, l, nl, r, nr, len, h);
+	return in_chunks(chunk_attached, p, to_peer, l, nl, r, nr, len, h);
 }
