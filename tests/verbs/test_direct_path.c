@@ -37,28 +37,37 @@
  * 5. killed_mid_copy: an initiator SIGKILLed while its hold on the key is
  *    taken (seen in the key's lanes while it is stopped) does not make the
  *    target's ibv_dereg_mr wait for ever (a dead holder is not waited for).
- * 6. stopped_initiator: two initiators add 1 N times each to one counter;
- *    one is stopped mid-run and the other's N adds all complete meanwhile
- *    (direct atomics take no lock another process can hold); the counter
- *    ends at 2N and every old value is seen once.
- * 7. mixed_atomics: the same with one initiator on UROCE_DIRECT=0, whose
- *    atomics the target's thread executes, beside a direct one: CPU
- *    atomics on the two mappings of the same page stay exact.
+ * 6. two_adders(direct, stopped): an initiator adding 1 to a counter in a
+ *    loop is stopped inside one of its FETCH_AND_ADDs (its hold on the key
+ *    seen in the key's lanes), and another's N adds to the same counter
+ *    all complete meanwhile (direct atomics take nothing another process
+ *    waits for: with a lock shared between initiators, the other one
+ *    hangs); the counter ends at the sum of both, each old value seen once.
+ * 7. two_adders(UROCE_DIRECT=0, none stopped): the same beside an
+ *    initiator on UROCE_DIRECT=0, whose atomics the target's thread
+ *    executes, the direct one's run inside the other's: CPU atomics on two
+ *    mappings of one page stay exact (an atomic on a copy of the page
+ *    loses adds on every run; one that is not a single atomic instruction
+ *    only when two collide, which a run may not see).
  * 8. atomics_without_target: with the target process stopped, direct
  *    FETCH_AND_ADD, CMP_AND_SWP and ATOMIC_WRITE complete with the right
  *    results, and one on UROCE_DIRECT=0 does not (direct atomics are the
  *    initiator's own, not handed to the target's atomic server).
  *
  * A kernel without memfd_create skips everything, one without seccomp
- * filters case 1 and the filter elsewhere, one without System V IPC or a
- * /dev/shm those parts of case 1: each says so, and the program then exits
- * 77 (a skip) unless a check failed. */
+ * filters case 1 (the other cases then run without the filter), one
+ * without System V IPC or a writable /dev/shm those parts of case 1: each
+ * says so, and the program then exits 77 (a skip) unless a check failed.
+ * Children report their failed CHECKs by their exit status: the count at
+ * the end is the orchestrator's. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -84,7 +93,7 @@
  * handler names the case); a message not there within MSG_MS is a failure,
  * never a hang. Generous: valgrind runs this too. */
 #define CHILD_SECONDS 150
-#define MSG_MS	      120000
+#define MSG_MS	      60000
 #define WC_SECONDS    100
 
 #define ALL_ACCESS                                                                                 \
@@ -354,7 +363,7 @@ static struct ibv_qp *extra_qp(struct side *s)
 #endif
 
 /* Makes process_vm_readv and process_vm_writev fail with EPERM in every
- * thread of this process (the library's threads copy too), as
+ * thread of this process, whichever of the library's makes a copy, as
  * tests/integration/seccomp_refuse.c does for a whole program: 0, or the
  * errno of the refusal. */
 static int refuse_attach(void)
@@ -505,16 +514,19 @@ static int all_are(const uint8_t *p, size_t n, uint8_t v)
 }
 
 /* Waits (bounded) until the byte at p is what a transfer brings, or until
- * *over says the transfer has ended without it. */
+ * *over says the transfer has ended without it. It gives way while it
+ * waits: the copier may be this process's other thread, which valgrind
+ * runs only when this one lets it. */
 static int await_byte(const volatile uint8_t *p, uint8_t want, const int *over)
 {
 	struct timespec start, now;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	do
+	do {
+		sched_yield();
 		clock_gettime(CLOCK_MONOTONIC, &now);
-	while (*p != want && !(over && __atomic_load_n(over, __ATOMIC_ACQUIRE)) &&
-	       now.tv_sec - start.tv_sec < 60);
+	} while (*p != want && !(over && __atomic_load_n(over, __ATOMIC_ACQUIRE)) &&
+		 now.tv_sec - start.tv_sec < 60);
 	return *p == want ? 0 : -1;
 }
 
@@ -531,7 +543,7 @@ struct region {
 
 static int memfd_map(struct region *g, size_t len)
 {
-	g->len = len;
+	*g = (struct region){.len = len};
 	g->fd = (int)syscall(SYS_memfd_create, "uroce-direct-test", 0);
 	if (g->fd < 0 || ftruncate(g->fd, (off_t)len))
 		return -1;
@@ -543,8 +555,7 @@ static int memfd_map(struct region *g, size_t len)
 
 static int private_map(struct region *g, size_t len)
 {
-	g->len = len;
-	g->fd = -1;
+	*g = (struct region){.len = len, .fd = -1};
 	g->buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return g->buf == MAP_FAILED ? -1 : 0;
 }
@@ -555,8 +566,7 @@ static int sysv_map(struct region *g, size_t len)
 {
 	int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
 
-	g->len = len;
-	g->fd = -1;
+	*g = (struct region){.len = len, .fd = -1};
 	if (id < 0)
 		return -1;
 	g->buf = shmat(id, NULL, 0);
@@ -568,10 +578,11 @@ static int sysv_map(struct region *g, size_t len)
  * again by its path, and the name goes after registering. */
 static int shmfile_map(struct region *g, size_t len, const char *path)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int fd;
 
-	g->len = len;
-	g->fd = -1;
+	*g = (struct region){.len = len, .fd = -1};
+	unlink(path); /* left by an earlier process of this pid killed here */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	g->buf = ftruncate(fd, (off_t)len)
@@ -616,7 +627,8 @@ static void region_free(struct region *g, enum kind kind)
 
 /* ==== 1. The direct path is what moves the bytes. */
 
-struct reach {
+/* Whether an initiator takes the direct path (or runs on UROCE_DIRECT=0). */
+struct path {
 	int direct;
 };
 
@@ -732,7 +744,7 @@ static void reach_direct(struct side *s, const struct msg *r)
 
 static int initiator_reach(const struct link *l, const void *arg)
 {
-	const struct reach *a = arg;
+	const struct path *a = arg;
 	static struct side s;
 	struct msg r[KINDS];
 
@@ -763,7 +775,7 @@ static int initiator_reach(const struct link *l, const void *arg)
 
 static void test_bytes_move_directly(void)
 {
-	static const struct reach direct = {.direct = 1}, off = {.direct = 0};
+	static const struct path direct = {.direct = 1}, off = {.direct = 0};
 	struct proc t = {.pid = -1}, i = {.pid = -1}, i0 = {.pid = -1};
 	int ok;
 
@@ -937,13 +949,6 @@ static int rereg_to(struct ibv_mr *mr, void *addr)
 	return ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, addr, KEYED, ALL_ACCESS);
 }
 
-/* The target's half of each step: the initiator's news, then what must
- * be in memory. */
-static int step_done(const struct link *l)
-{
-	return expect(l, M_DONE, NULL);
-}
-
 static int say_mr(const struct link *l, struct ibv_mr *mr)
 {
 	return put(l, (struct msg){.tag = M_REGION,
@@ -963,7 +968,7 @@ static int target_rekey(const struct link *l, const void *arg)
 	if (side_open(&t, IBV_QPT_RC, 16, CAP) || memfd_map(&a, SMALL) || memfd_map(&b, SMALL))
 		return 2;
 	mr = ibv_reg_mr(t.pd, a.buf, KEYED, ALL_ACCESS);
-	if (!mr || link_connect(l, t.qp) || say_mr(l, mr) || step_done(l))
+	if (!mr || link_connect(l, t.qp) || say_mr(l, mr) || expect(l, M_DONE, NULL))
 		return 3;
 	CHECK(all_are(a.buf, KEYED, 'a'));
 	old = mr->rkey;
@@ -973,17 +978,17 @@ static int target_rekey(const struct link *l, const void *arg)
 		return 4;
 	CHECK(mr->rkey != old);
 	CHECK(all_are(a.buf, KEYED, 'a')); /* the old key's WRITE landed nowhere */
-	if (link_connect(l, t.qp) || step_done(l))
+	if (link_connect(l, t.qp) || expect(l, M_DONE, NULL))
 		return 5;
 	CHECK(all_are(a.buf, KEYED, 'c'));
 	/* Another offset of the same memfd, then another memfd. */
 	CHECK_EQ(rereg_to(mr, a.buf + UPPER), 0);
-	if (say_mr(l, mr) || step_done(l))
+	if (say_mr(l, mr) || expect(l, M_DONE, NULL))
 		return 6;
 	CHECK(all_are(a.buf + UPPER, KEYED, 'd'));
 	CHECK(all_are(a.buf, KEYED, 'c'));
 	CHECK_EQ(rereg_to(mr, b.buf), 0);
-	if (say_mr(l, mr) || step_done(l))
+	if (say_mr(l, mr) || expect(l, M_DONE, NULL))
 		return 7;
 	CHECK(all_are(b.buf, KEYED, 'e'));
 	CHECK(all_are(a.buf + UPPER, KEYED, 'd'));
@@ -1194,6 +1199,16 @@ static int held_by(void *seg, uint32_t key, uint32_t pid)
 	return 0;
 }
 
+/* The target answers whether a pid holds key, until it is told why the
+ * asking ended (until); 0, or -1. */
+static int answer_asks(const struct link *l, void *seg, uint32_t key, enum tag until, struct msg *m)
+{
+	while (!get(l, m) && m->tag == M_ASK)
+		if (say(l, M_ANSWER, (uint64_t)held_by(seg, key, (uint32_t)m->value)))
+			return -1;
+	return m->tag == until ? 0 : -1;
+}
+
 static int target_killed_peer(const struct link *l, const void *arg)
 {
 	static struct side t;
@@ -1211,11 +1226,8 @@ static int target_killed_peer(const struct link *l, const void *arg)
 	if (say(l, M_LANDING, 0))
 		return 4;
 	/* Asked while the initiator is stopped, until its hold is seen. */
-	while (!get(l, &m) && m.tag == M_ASK)
-		if (say(l, M_ANSWER, (uint64_t)held_by(seg, g.mr->rkey, (uint32_t)m.value)))
-			return 5;
-	if (m.tag != M_GO)
-		return 6;
+	if (answer_asks(l, seg, g.mr->rkey, M_GO, &m))
+		return 5;
 	/* Bounded by this child's alarm: a wait for ever is a failure. */
 	CHECK_EQ(ibv_dereg_mr(g.mr), 0);
 	g.mr = NULL;
@@ -1255,19 +1267,24 @@ static int initiator_killed(const struct link *l, const void *arg)
 	}
 }
 
-/* Stops the initiator until it is caught holding the target's key: 0,
- * or -1 when it never was in many tries (it copies nearly all the time). */
+/* Stops the initiator until it is caught holding the target's key,
+ * which it does for most of a long copy and for part of each atomic: 0,
+ * and it is left stopped; -1 when it never was in CATCH_TRIES. */
+#define CATCH_TRIES 20000 /* about 1 in 10 catches; under valgrind 1 in 1000 */
+
 static int catch_holding(struct proc *t, struct proc *i)
 {
 	struct msg m;
 
-	for (int tries = 0; tries < 1000; tries++) {
+	for (int tries = 1; tries <= CATCH_TRIES; tries++) {
 		if (stop(i) || say(&t->l, M_ASK, (uint64_t)i->pid) || expect(&t->l, M_ANSWER, &m))
 			return -1;
-		if (m.value)
+		if (m.value) {
+			printf("%s caught holding the key at try %d\n", i->name, tries);
 			return 0;
+		}
 		kill(i->pid, SIGCONT);
-		usleep(1000);
+		usleep(200);
 	}
 	return -1;
 }
@@ -1297,9 +1314,29 @@ static void test_killed_mid_copy(void)
 
 /* ==== 6 and 7. Atomics of two initiators on one counter. */
 
+/* Adds an open-ended adder may make at most: it runs until the other's
+ * run is over, and a stopped one until it is caught inside an atomic (a
+ * few tries, each letting it run for a fraction of a millisecond). */
+#define RUN_CAP (4u << 20)
+
+/* Shared by the orchestrator and the adders, mapped before the forks. */
+struct board {
+	int halt;		       /* the open-ended adder stops */
+	uint64_t olds[RUN_CAP + ADDS]; /* the old values, A's then B's */
+};
+
+/* give_way: the adder yields the core after each add. Two cores, three
+ * busy threads with the target's atomic server: without it the served
+ * adder (UROCE_DIRECT=0) waits out an ACK timeout whenever the server is
+ * not scheduled within a millisecond, and makes no progress while the
+ * direct one runs; with it, the two runs interleave add by add. Not for
+ * a stopped adder, which must be caught inside an atomic: a yield is a
+ * system call, and a stop lands at its return, never inside one. */
 struct adder {
-	int direct, early; /* early: says so early in its run */
-	uint64_t *olds;	   /* shared with the orchestrator: ADDS of them */
+	int direct, open_ended; /* open-ended: until halt, at most RUN_CAP */
+	int give_way;
+	struct board *board;
+	uint64_t *olds;
 };
 
 static int target_counter(const struct link *l, const void *arg)
@@ -1307,26 +1344,34 @@ static int target_counter(const struct link *l, const void *arg)
 	static struct side t;
 	struct ibv_qp *second;
 	struct region g;
+	struct msg done;
+	void *seg;
 
 	(void)arg;
 	if (side_open(&t, IBV_QPT_RC, 16, CAP) || memfd_map(&g, SMALL) || region_reg(&g, t.pd))
 		return 2;
 	second = extra_qp(&t);
-	if (!second || link_connect(l, t.qp) || link_connect(l, second) || say_region(l, &g) ||
-	    say_region(l, &g) || expect(l, M_DONE, NULL))
+	seg = map_segment(t.qp);
+	if (!second || !seg || link_connect(l, t.qp) || link_connect(l, second) ||
+	    say_region(l, &g) || say_region(l, &g) ||
+	    answer_asks(l, seg, g.mr->rkey, M_DONE, &done))
 		return 3;
-	CHECK_EQ(*(volatile uint64_t *)g.buf, 2 * ADDS);
+	/* Every add completed counted once: what both initiators made. */
+	CHECK_EQ(*(volatile uint64_t *)g.buf, done.value);
+	munmap(seg, uro_seg_size());
 	ibv_destroy_qp(second);
 	region_free(&g, MEMFD);
 	side_close(&t);
 	return 0;
 }
 
-/* FETCH_AND_ADD 1, ADDS times, each completed before the next; says so
- * at its end. */
+/* FETCH_AND_ADD 1, each completed before the next: ADDS of them, or
+ * open-ended until halted, saying early in the run that it runs. Says at
+ * its end how many it made. */
 static int initiator_adder(const struct link *l, const void *arg)
 {
 	const struct adder *a = arg;
+	uint32_t cap = a->open_ended ? RUN_CAP : ADDS, n;
 	static struct side s;
 	struct msg region;
 
@@ -1339,17 +1384,22 @@ static int initiator_adder(const struct link *l, const void *arg)
 		CHECK_EQ(arm(), 0);
 	if (say(l, M_ARMED, 0) || expect(l, M_GO, NULL))
 		return 3;
-	for (int n = 0; n < ADDS; n++) {
-		int st = atomic(&s, IBV_WR_ATOMIC_FETCH_AND_ADD, &region, 0, 1, 0, &a->olds[n]);
+	for (n = 0; n < cap; n++) {
+		int st;
 
+		if (a->open_ended && __atomic_load_n(&a->board->halt, __ATOMIC_ACQUIRE))
+			break;
+		st = atomic(&s, IBV_WR_ATOMIC_FETCH_AND_ADD, &region, 0, 1, 0, &a->olds[n]);
 		if (st != IBV_WC_SUCCESS) {
 			CHECK_EQ(st, IBV_WC_SUCCESS);
 			return 4;
 		}
-		if (a->early && n == ADDS / 20 && say(l, M_EARLY, 0))
+		if (a->open_ended && n == 1000 && say(l, M_EARLY, 0))
 			return 5;
+		if (a->give_way)
+			sched_yield();
 	}
-	if (say(l, M_DONE, ADDS))
+	if (say(l, M_DONE, n))
 		return 6;
 	side_close(&s);
 	return 0;
@@ -1362,12 +1412,37 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Every add saw its own old value: together they are 0 .. 2N-1. */
-static int each_seen_once(uint64_t *olds)
+/* How often the two adders' old values alternate: each adder's rise in
+ * order, so this counts the turns between them, a measure of how much
+ * their runs overlapped (said, never judged: it is the scheduler's). */
+static uint64_t turns(const uint64_t *a, uint64_t na, const uint64_t *b, uint64_t nb)
 {
-	qsort(olds, 2 * ADDS, sizeof(*olds), cmp_u64);
-	for (uint64_t n = 0; n < 2 * ADDS; n++)
-		if (olds[n] != n)
+	uint64_t i = 0, j = 0, n = 0;
+	int last = -1;
+
+	while (i < na || j < nb) {
+		int from_a = j == nb || (i < na && a[i] < b[j]);
+
+		n += last >= 0 && from_a != last;
+		last = from_a;
+		if (from_a)
+			i++;
+		else
+			j++;
+	}
+	return n;
+}
+
+/* Every add saw its own old value: A's na and B's nb together are
+ * 0 .. na+nb-1. */
+static int each_seen_once(struct board *b, uint64_t na, uint64_t nb, uint64_t b_at)
+{
+	printf("the two adders' old values alternate %" PRIu64 " times\n",
+	       turns(b->olds, na, b->olds + b_at, nb));
+	memmove(b->olds + na, b->olds + b_at, nb * sizeof(uint64_t));
+	qsort(b->olds, na + nb, sizeof(uint64_t), cmp_u64);
+	for (uint64_t n = 0; n < na + nb; n++)
+		if (b->olds[n] != n)
 			return 0;
 	return 1;
 }
@@ -1381,45 +1456,51 @@ static int adders_ready(struct proc *t, struct proc *a, struct proc *b)
 		   : 0;
 }
 
-/* a is stopped early in its run; b's adds all complete before a goes on. */
-static int run_with_stop(struct proc *a, struct proc *b)
+/* a runs first, and goes on until b's run is over, so that b's run lies
+ * within a's; with stop_a, a is stopped inside one of its atomics (holding
+ * the key, as the target sees in the key's lanes) before b starts, and
+ * b's adds all complete before a goes on. How many each made, in na and
+ * nb. */
+static int run_within(struct proc *t, struct proc *a, struct proc *b, int stop_a,
+		      struct board *board, uint64_t *na, uint64_t *nb)
 {
 	struct msg m;
 
-	if (say(&a->l, M_GO, 0) || expect(&a->l, M_EARLY, NULL) || stop(a))
+	if (say(&a->l, M_GO, 0) || expect(&a->l, M_EARLY, NULL) || (stop_a && catch_holding(t, a)))
 		return -1;
-	if (say(&b->l, M_GO, 0) || expect(&b->l, M_DONE, &m) || m.value != ADDS)
+	if (say(&b->l, M_GO, 0) || expect(&b->l, M_DONE, &m))
 		return -1;
-	kill(a->pid, SIGCONT);
-	return expect(&a->l, M_DONE, NULL);
-}
-
-static int run_together(struct proc *a, struct proc *b)
-{
-	return say(&a->l, M_GO, 0) || say(&b->l, M_GO, 0) || expect(&a->l, M_DONE, NULL) ||
-		       expect(&b->l, M_DONE, NULL)
-		   ? -1
-		   : 0;
+	*nb = m.value;
+	__atomic_store_n(&board->halt, 1, __ATOMIC_RELEASE);
+	if (stop_a)
+		kill(a->pid, SIGCONT);
+	if (expect(&a->l, M_DONE, &m))
+		return -1;
+	*na = m.value;
+	return 0;
 }
 
 static void test_two_adders(int a_direct, int stop_a)
 {
-	size_t size = 2 * ADDS * sizeof(uint64_t);
-	uint64_t *olds =
-	    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	struct adder aa = {.direct = a_direct, .early = stop_a, .olds = olds},
-		     bb = {.direct = 1, .olds = olds + ADDS};
+	struct board *board =
+	    mmap(NULL, sizeof(*board), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct adder aa = {.direct = a_direct, .open_ended = 1, .give_way = !stop_a},
+		     bb = {.direct = 1, .give_way = !stop_a};
 	struct proc t = {.pid = -1}, a = {.pid = -1}, b = {.pid = -1};
+	uint64_t na = 0, nb = 0;
 	int ok;
 
-	if (olds == MAP_FAILED) {
+	if (board == MAP_FAILED) {
 		CHECK(0);
 		return;
 	}
+	aa.board = bb.board = board;
+	aa.olds = board->olds;
+	bb.olds = board->olds + RUN_CAP;
 	ok = !spawn(&t, "target", target_counter, NULL) &&
 	     !spawn(&a, a_direct ? "adder A" : "adder A on UROCE_DIRECT=0", initiator_adder, &aa) &&
 	     !spawn(&b, "adder B", initiator_adder, &bb) && !adders_ready(&t, &a, &b) &&
-	     !(stop_a ? run_with_stop(&a, &b) : run_together(&a, &b)) && !say(&t.l, M_DONE, 0);
+	     !run_within(&t, &a, &b, stop_a, board, &na, &nb) && !say(&t.l, M_DONE, na + nb);
 	CHECK(ok);
 	if (!ok) {
 		abandon(&a);
@@ -1429,9 +1510,11 @@ static void test_two_adders(int a_direct, int stop_a)
 	CHECK_EQ(reap(&a), 0);
 	CHECK_EQ(reap(&b), 0);
 	CHECK_EQ(reap(&t), 0);
+	CHECK_EQ(nb, ADDS);
+	CHECK(na > 1000);
 	if (ok)
-		CHECK(each_seen_once(olds));
-	munmap(olds, size);
+		CHECK(each_seen_once(board, na, nb, RUN_CAP));
+	munmap(board, sizeof(*board));
 }
 
 /* ==== 8. Direct atomics need no thread of the target. */
@@ -1483,7 +1566,7 @@ static void direct_atomics(struct side *s, const struct msg *r)
 
 static int initiator_atomics(const struct link *l, const void *arg)
 {
-	const struct reach *a = arg;
+	const struct path *a = arg;
 	static struct side s;
 	struct msg region;
 	uint64_t old;
@@ -1511,7 +1594,7 @@ static int initiator_atomics(const struct link *l, const void *arg)
 
 static void test_atomics_without_target(void)
 {
-	static const struct reach direct = {.direct = 1}, off = {.direct = 0};
+	static const struct path direct = {.direct = 1}, off = {.direct = 0};
 	struct proc t = {.pid = -1}, a = {.pid = -1}, b = {.pid = -1};
 	int ok, stopped;
 
