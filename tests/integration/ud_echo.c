@@ -44,17 +44,30 @@ static int die(const char *what)
 	return 1;
 }
 
+static int post_failed(int err)
+{
+	fprintf(stderr, "ud_echo: post_send: %s\n", strerror(err));
+	return 1;
+}
+
 static int ud_open(struct ud *u, const char *dev)
 {
+	/* Room for more sends than the echoes that can be answered before
+	 * their completions are polled: the client's first datagrams, queued
+	 * by its kernel while the server's IPv6 address is tentative (the
+	 * neighbour is not answered until DAD ends), arrive in a burst, and
+	 * a receive polled ahead of the previous echo's send completion is
+	 * answered while that send still holds its slot (with one slot,
+	 * post_send then failed: ENOMEM, a full queue). */
 	struct ibv_qp_init_attr init = {
 	    .qp_type = IBV_QPT_UD,
-	    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	    .cap = {.max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
 
 	u->ctx = open_dev(dev);
 	if (!u->ctx)
 		return -1;
 	u->pd = ibv_alloc_pd(u->ctx);
-	u->cq = ibv_create_cq(u->ctx, 4, NULL, NULL, 0);
+	u->cq = ibv_create_cq(u->ctx, 32, NULL, NULL, 0);
 	u->mr = u->pd ? ibv_reg_mr(u->pd, u->buf, sizeof(u->buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	init.send_cq = init.recv_cq = u->cq;
 	u->qp = u->mr && u->cq ? ibv_create_qp(u->pd, &init) : NULL;
@@ -166,13 +179,16 @@ int main(int argc, char **argv)
 	for (int tries = 0; echoes < ECHOES && tries < TRIES; tries++) {
 		int got;
 
-		if (client && send_to(&u, ah, theirs.qpn))
-			return die("post_send failed");
+		int err = client ? send_to(&u, ah, theirs.qpn) : 0;
+
+		if (err)
+			return post_failed(err);
 		got = wait_datagram(&u, 50);
 		if (got < 0)
 			return die("an error completion");
-		if (got && !client && send_to(&u, ah, theirs.qpn))
-			return die("post_send failed");
+		err = got && !client ? send_to(&u, ah, theirs.qpn) : 0;
+		if (err)
+			return post_failed(err);
 		echoes += got;
 	}
 	printf("%d echoes\n", echoes);
