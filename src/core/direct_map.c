@@ -251,7 +251,7 @@ static int shareable(const struct uro_peer *p, const struct uro_holds *h, const 
 {
 	for (int i = 0; i < nr; i++) {
 		reg[i] = held_region(p, h, (uintptr_t)r[i].iov_base, r[i].iov_len);
-		if (!reg[i] || p->share[reg[i] - p->mr].kind == URO_SHARE_NONE)
+		if (!reg[i] || !reg[i]->shared)
 			return 0;
 	}
 	return nr > 0;
@@ -294,8 +294,7 @@ int uro_direct_shared(const struct uro_peer *p, uint32_t key)
 	const struct uro_seg_mr *e = (key >> 8) ? uro_peer_mr(p, (key >> 8) - 1) : NULL;
 	const struct uro_seg_mr *r = e && !p->self && p->share ? region_of(p, e) : NULL;
 
-	return r && uro_direct_enabled() &&
-	       __atomic_load_n(&p->share[r - p->mr].kind, __ATOMIC_RELAXED) != URO_SHARE_NONE;
+	return r && uro_direct_enabled() && __atomic_load_n(&r->shared, __ATOMIC_RELAXED);
 }
 
 int uro_direct_atomic(struct uro_peer *p, const struct uro_holds *h, uint64_t addr,

@@ -21,6 +21,17 @@
 #include "key_hold.h"
 #include "user_memory.h"
 
+/* Whether a request holding h may reach memory a peer shares: a look at
+ * the held entries, whose lines the key check has just read, so that
+ * private memory's requests pay no call for the direct path. */
+static inline int uro_direct_maybe(const struct uro_holds *h)
+{
+	for (int i = 0; i < h->n; i++)
+		if (h->entry[i]->shared || h->entry[i]->kind != URO_KEY_MR)
+			return 1;
+	return 0;
+}
+
 /* The remote iovecs r (owner's addresses, each within a region h holds)
  * as this process's mappings of them in out: 1, and a use begun that
  * uro_direct_end ends; 0 when any of them is not in shareable memory or

@@ -118,8 +118,12 @@ static int chunk_attached(struct uro_peer *p, int to_peer, const struct iovec *l
 	return got < 0 ? errno : EFAULT;
 }
 
-static int in_chunks(chunk_copy copy, struct uro_peer *p, int to_peer, const struct iovec *l,
-		     int nl, const struct iovec *r, int nr, uint64_t len, const struct uro_holds *h)
+/* Inlined, so that each way's copy is a direct call: through a pointer,
+ * a small WRITE's request cost about 1 % more. */
+static inline __attribute__((always_inline)) int in_chunks(chunk_copy copy, struct uro_peer *p,
+							   int to_peer, const struct iovec *l,
+							   int nl, const struct iovec *r, int nr,
+							   uint64_t len, const struct uro_holds *h)
 {
 	struct iovec lc[URO_MAX_SGE + 1], rc[URO_MAX_SGE + 1];
 
@@ -145,7 +149,7 @@ int uro_remote_copy(struct uro_peer *p, int to_peer, const struct iovec *l, int 
 
 	if (in_this_process(p))
 		return in_chunks(chunk_mapped, p, to_peer, l, nl, r, nr, len, h);
-	if (h && uro_direct_begin(p, h, r, nr, mapped)) {
+	if (h && uro_direct_maybe(h) && uro_direct_begin(p, h, r, nr, mapped)) {
 		err = in_chunks(chunk_mapped, p, to_peer, l, nl, mapped, nr, len, h);
 		uro_direct_end(p);
 		return err;

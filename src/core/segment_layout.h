@@ -171,9 +171,10 @@ struct uro_seg_mr {
 	uint64_t addr;	     /* where the bytes are in the owner's address space */
 	uint64_t iova;	     /* the address remote peers name them by */
 	uint64_t length;
-	uint8_t kind;  /* enum uro_key_kind */
-	uint8_t bound; /* a window: bound to a region */
-	uint16_t reserved0;
+	uint8_t kind;	/* enum uro_key_kind */
+	uint8_t bound;	/* a window: bound to a region */
+	uint8_t shared; /* a region: its share entry's kind is not NONE */
+	uint8_t reserved0;
 	uint32_t qpn;	  /* a type 2 window: the QP it is bound to */
 	uint32_t parent;  /* a window: the region's entry */
 	uint32_t windows; /* a region: windows bound to it */

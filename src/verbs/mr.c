@@ -37,6 +37,9 @@ static void share_out(struct uro_mr *mr, const struct uro_mapping *where)
 		close(mr->share_fd);
 	uro_shareable_find(where, mr->ibmr.addr, mr->ibmr.length, mr->share, &mr->share_fd);
 	mr->share->serial = serial;
+	/* On the entry's line too, which every request reads anyway: private
+	 * memory's requests then never touch the share table. */
+	mr->pub->shared = mr->share->kind != URO_SHARE_NONE;
 }
 
 static void share_end(struct uro_mr *mr)
@@ -45,6 +48,7 @@ static void share_end(struct uro_mr *mr)
 		close(mr->share_fd);
 	mr->share_fd = -1;
 	mr->share->kind = URO_SHARE_NONE;
+	mr->pub->shared = 0;
 }
 
 static void publish(struct uro_mr *mr)
