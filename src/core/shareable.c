@@ -67,8 +67,51 @@ static int object_fd(const struct uro_mapping *m)
 	return fd;
 }
 
-int uro_shareable_find(const struct uro_mapping *m, const void *addr, size_t len,
-		       struct uro_seg_share *s, int *fd)
+/* t's descriptor on m's object, one more region on it; or a new one. */
+static int share_fd_get(struct uro_share_fds *t, const struct uro_mapping *m)
+{
+	uint64_t dev = makedev(m->major, m->minor);
+	struct uro_share_fd *e;
+	int fd;
+
+	for (unsigned i = 0; i < t->n; i++)
+		if (t->e[i].dev == dev && t->e[i].ino == m->ino) {
+			t->e[i].refs++;
+			return t->e[i].fd;
+		}
+	e = realloc(t->e, (t->n + 1) * sizeof(*e));
+	if (!e)
+		return -1;
+	t->e = e;
+	fd = object_fd(m);
+	if (fd < 0)
+		return -1;
+	t->e[t->n++] = (struct uro_share_fd){.dev = dev, .ino = m->ino, .fd = fd, .refs = 1};
+	return fd;
+}
+
+void uro_share_fd_put(struct uro_share_fds *t, int fd)
+{
+	for (unsigned i = 0; fd >= 0 && i < t->n; i++) {
+		if (t->e[i].fd != fd || --t->e[i].refs)
+			continue;
+		close(fd);
+		t->e[i] = t->e[--t->n];
+		return;
+	}
+}
+
+void uro_share_fds_close(struct uro_share_fds *t)
+{
+	for (unsigned i = 0; i < t->n; i++)
+		close(t->e[i].fd);
+	free(t->e);
+	t->e = NULL;
+	t->n = 0;
+}
+
+int uro_shareable_find(struct uro_share_fds *t, const struct uro_mapping *m, const void *addr,
+		       size_t len, struct uro_seg_share *s, int *fd)
 {
 	uintptr_t a = (uintptr_t)addr;
 	struct stat st;
@@ -88,10 +131,9 @@ int uro_shareable_find(const struct uro_mapping *m, const void *addr, size_t len
 		s->id = (int32_t)m->ino;
 		return m->ino <= INT32_MAX ? 0 : (s->kind = URO_SHARE_NONE, -1);
 	}
-	*fd = object_fd(m);
+	*fd = share_fd_get(t, m);
 	if (*fd < 0 || fstat(*fd, &st) || (uint64_t)st.st_size < s->offset + len) {
-		if (*fd >= 0)
-			close(*fd);
+		uro_share_fd_put(t, *fd);
 		*fd = -1;
 		return -1;
 	}

@@ -115,6 +115,7 @@ static void context_free(struct uro_context *ctx)
 	uro_port_watch_close(ctx);
 	if (ctx->async_wfd >= 0)
 		close(ctx->async_wfd);
+	uro_share_fds_close(&ctx->share_fds);
 	uro_segment_destroy(&ctx->seg);
 	if (owned_here(ctx))
 		uro_registry_release(&ctx->slot);

@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "access.h"
 #include "address_space.h"
@@ -33,9 +32,10 @@ static void share_out(struct uro_mr *mr, const struct uro_mapping *where)
 {
 	uint32_t serial = mr->share->serial + 1;
 
-	if (mr->share_fd >= 0)
-		close(mr->share_fd);
-	uro_shareable_find(where, mr->ibmr.addr, mr->ibmr.length, mr->share, &mr->share_fd);
+	struct uro_share_fds *fds = &to_uctx(mr->ibmr.context)->share_fds;
+
+	uro_share_fd_put(fds, mr->share_fd);
+	uro_shareable_find(fds, where, mr->ibmr.addr, mr->ibmr.length, mr->share, &mr->share_fd);
 	mr->share->serial = serial;
 	/* On the entry's line too, which every request reads anyway: private
 	 * memory's requests then never touch the share table. */
@@ -44,8 +44,7 @@ static void share_out(struct uro_mr *mr, const struct uro_mapping *where)
 
 static void share_end(struct uro_mr *mr)
 {
-	if (mr->share_fd >= 0)
-		close(mr->share_fd);
+	uro_share_fd_put(&to_uctx(mr->ibmr.context)->share_fds, mr->share_fd);
 	mr->share_fd = -1;
 	mr->share->kind = URO_SHARE_NONE;
 	mr->pub->shared = 0;

@@ -20,6 +20,7 @@
 #include "recv_queue.h"
 #include "registry.h"
 #include "segment.h"
+#include "shareable.h"
 
 #define uro_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -78,7 +79,8 @@ struct uro_context {
 	int port_up, port_gone; /* as the last port event said (port_watch.c) */
 	uint32_t next_handle;	/* PD/AH handles and object serials, never reused in a context */
 	uint32_t pds, ahs;	/* held against max_pd and max_ah */
-	struct uro_peer self;	/* this context's own segment, seen as a peer */
+	struct uro_share_fds share_fds;	       /* what its regions lie in (shareable.h) */
+	struct uro_peer self;		       /* this context's own segment, seen as a peer */
 	struct uro_peer *peers[URO_MAX_SLOTS]; /* attached on first use */
 	pthread_mutex_t peers_lock;	       /* attaching, refreshing */
 	struct uro_qp *qps[URO_MAX_QP];	       /* by QPN index: send-queue retiring */

@@ -54,12 +54,18 @@
  *    results, and one on UROCE_DIRECT=0 does not (direct atomics are the
  *    initiator's own, not handed to the target's atomic server).
  *
+ * 9. descriptors_per_object: 256 regions registered on one memfd and on
+ *    one /dev/shm file cost the process one descriptor each object, given
+ *    back with the last region (shareable.c's table; one a region would
+ *    spend a program's descriptors on uroce's, 256 here).
+ *
  * A kernel without memfd_create skips everything, one without seccomp
  * filters case 1 (the other cases then run without the filter), one
  * without System V IPC or a writable /dev/shm those parts of case 1: each
  * says so, and the program then exits 77 (a skip) unless a check failed.
  * Children report their failed CHECKs by their exit status: the count at
  * the end is the orchestrator's. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1619,6 +1625,74 @@ static void test_atomics_without_target(void)
 	CHECK_EQ(reap(&t), 0);
 }
 
+/* ==== 9. One descriptor an object, however many regions lie in it. */
+
+#define REGIONS 256
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Registers REGIONS pages of g one by one: the descriptors that costs. */
+static void regions_on(struct ibv_pd *pd, struct region *g, const char *what)
+{
+	static struct ibv_mr *mr[REGIONS];
+	int before = open_fds(), held;
+
+	for (int i = 0; i < REGIONS; i++)
+		mr[i] = ibv_reg_mr(pd, g->buf + (size_t)i * 4 * KIB, 4 * KIB, ALL_ACCESS);
+	held = open_fds() - before;
+	for (int i = 0; i < REGIONS; i++)
+		CHECK(mr[i] && !ibv_dereg_mr(mr[i]));
+	if (held > 1)
+		printf("%s: %d regions hold %d descriptors\n", what, REGIONS, held);
+	CHECK(held <= 1);
+	CHECK_EQ(open_fds(), before);
+}
+
+static int descriptors_role(const struct link *l, const void *arg)
+{
+	struct ibv_context *ctx = open_dev("uroce0");
+	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	struct region g;
+	char path[64];
+
+	(void)l;
+	(void)arg;
+	CHECK(pd != NULL);
+	if (!pd)
+		return 1;
+	CHECK(!memfd_map(&g, REGIONS * 4 * KIB));
+	regions_on(pd, &g, "a memfd");
+	region_free(&g, MEMFD);
+	if (shmfile_ok) {
+		shmfile_path(path, sizeof(path));
+		CHECK(!shmfile_map(&g, REGIONS * 4 * KIB, path));
+		regions_on(pd, &g, "a /dev/shm file");
+		region_free(&g, SHMFILE);
+		unlink(path);
+	}
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return 0;
+}
+
+static void test_descriptors_per_object(void)
+{
+	struct proc p = {.pid = -1};
+
+	CHECK(!spawn(&p, "registrar", descriptors_role, NULL));
+	CHECK_EQ(reap(&p), 0);
+}
+
 /* ==== What the kernel offers. */
 
 /* A child installs the filter and tries an attach to itself: 0 when it is
@@ -1703,6 +1777,7 @@ int main(void)
 	RUN(test_two_adders(1, 1), 200); /* 6: one stopped mid-run */
 	RUN(test_two_adders(0, 0), 200); /* 7: one on UROCE_DIRECT=0 */
 	RUN(test_atomics_without_target(), 120);
+	RUN(test_descriptors_per_object(), 120);
 	r = check_report();
 	return r ? r : skipped ? 77 : 0;
 }
