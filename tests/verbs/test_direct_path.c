@@ -76,6 +76,7 @@
 #include <sched.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -294,6 +295,22 @@ static void abandon(struct proc *p)
 		kill(p->pid, SIGCONT);
 		kill(p->pid, SIGKILL);
 	}
+}
+
+/* The end of a case: ok, or else every child ends now; each one then
+ * reaped with a clean exit (the list ends with NULL). */
+static void finish(int ok, struct proc *p, ...)
+{
+	va_list ap;
+
+	CHECK(ok);
+	va_start(ap, p);
+	for (struct proc *q = p; q; q = va_arg(ap, struct proc *)) {
+		if (!ok)
+			abandon(q);
+		CHECK_EQ(reap(q), 0);
+	}
+	va_end(ap);
 }
 
 /* One message from one child to another; -1 when it did not come. */
@@ -937,13 +954,7 @@ static void test_dereg_during_copy(enum ibv_wr_opcode op)
 	ok = !spawn(&t, "target", target_dereg, &op) &&
 	     !spawn(&i, "initiator", initiator_dereg, &op) && !join(&t, &i) && !pass(&t, &i) &&
 	     !pass(&i, &t) && !pass(&t, &i) && !pass(&i, &t);
-	CHECK(ok);
-	if (!ok) {
-		abandon(&t);
-		abandon(&i);
-	}
-	CHECK_EQ(reap(&i), 0);
-	CHECK_EQ(reap(&t), 0);
+	finish(ok, &t, &i, NULL);
 }
 
 /* ==== 3. A key revoked, re-registered, and moved by ibv_rereg_mr. */
@@ -1054,13 +1065,7 @@ static void test_key_revoked_and_moved(void)
 	     !spawn(&i, "initiator", initiator_rekey, NULL) && !join(&t, &i) && !pass(&t, &i) &&
 	     !pass(&i, &t) && !pass(&t, &i) && !pass(&i, &t) && !join(&t, &i) && !pass(&i, &t) &&
 	     !pass(&t, &i) && !pass(&i, &t) && !pass(&t, &i) && !pass(&i, &t);
-	CHECK(ok);
-	if (!ok) {
-		abandon(&t);
-		abandon(&i);
-	}
-	CHECK_EQ(reap(&i), 0);
-	CHECK_EQ(reap(&t), 0);
+	finish(ok, &t, &i, NULL);
 }
 
 /* ==== 4. Forks of processes with direct-path mappings. */
@@ -1180,13 +1185,7 @@ static void test_fork_keeps_mappings(void)
 	ok = !spawn(&t, "target", target_fork, NULL) &&
 	     !spawn(&i, "initiator", initiator_fork, NULL) && !join(&t, &i) && !pass(&t, &i) &&
 	     !pass(&i, &t) && !pass(&t, &i) && !pass(&i, &t);
-	CHECK(ok);
-	if (!ok) {
-		abandon(&t);
-		abandon(&i);
-	}
-	CHECK_EQ(reap(&i), 0);
-	CHECK_EQ(reap(&t), 0);
+	finish(ok, &t, &i, NULL);
 }
 
 /* ==== 5. A peer killed mid-copy. */
@@ -1507,15 +1506,7 @@ static void test_two_adders(int a_direct, int stop_a)
 	     !spawn(&a, a_direct ? "adder A" : "adder A on UROCE_DIRECT=0", initiator_adder, &aa) &&
 	     !spawn(&b, "adder B", initiator_adder, &bb) && !adders_ready(&t, &a, &b) &&
 	     !run_within(&t, &a, &b, stop_a, board, &na, &nb) && !say(&t.l, M_DONE, na + nb);
-	CHECK(ok);
-	if (!ok) {
-		abandon(&a);
-		abandon(&b);
-		abandon(&t);
-	}
-	CHECK_EQ(reap(&a), 0);
-	CHECK_EQ(reap(&b), 0);
-	CHECK_EQ(reap(&t), 0);
+	finish(ok, &t, &a, &b, NULL);
 	CHECK_EQ(nb, ADDS);
 	CHECK(na > 1000);
 	if (ok)
@@ -1614,15 +1605,7 @@ static void test_atomics_without_target(void)
 	if (stopped)
 		kill(t.pid, SIGCONT);
 	ok = ok && !say(&t.l, M_DONE, 0);
-	CHECK(ok);
-	if (!ok) {
-		abandon(&a);
-		abandon(&b);
-		abandon(&t);
-	}
-	CHECK_EQ(reap(&a), 0);
-	CHECK_EQ(reap(&b), 0);
-	CHECK_EQ(reap(&t), 0);
+	finish(ok, &t, &a, &b, NULL);
 }
 
 /* ==== 9. One descriptor an object, however many regions lie in it. */
