@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "shareable.h"
 
 /* Regions of one peer mapped at a time; a region whose slot another takes
@@ -214,6 +215,11 @@ static struct direct_region *map_region(struct uro_peer *p, struct uro_direct_ma
 	err = m->kind == URO_SHARE_SYSV ? map_sysv(p, s, r->length, m)
 	      : m->kind == URO_SHARE_FD ? map_fd(p, s, r->length, m)
 					: -1;
+	/* Said at debug level (UROCE_LOG=debug): which path a program's
+	 * requests take is otherwise seen only in their speed. */
+	uro_debug("direct path: %s region %u of pid %d (%s, %llu bytes)",
+		  err ? "cannot map" : "mapped", index, (int)p->pid,
+		  m->kind == URO_SHARE_SYSV ? "System V" : "file", (unsigned long long)r->length);
 	if (err) {
 		free(m);
 		return NULL;
