@@ -17,22 +17,27 @@
  * pending queue, waits again for the one it already handed over: a retry
  * never executes an atomic twice (IBTA 9.7.5.1.1: a duplicate atomic is
  * answered, not executed). IBV_WC_SUCCESS with *old, the responder's
- * error, or RESULT_NO_ACK: the target did not answer in time, or answered
- * that it could not take the request now. */
+ * error, RESULT_UNANSWERED: not answered yet, or RESULT_NO_ACK: the
+ * target answered that it could not take the request now. */
 static int atomic_answer(struct uro_qp *qp, struct target *t, const struct uro_atomic_request *rq,
 			 uint64_t *old)
 {
 	struct uro_atomic_answer a;
 	int r;
 
+	uint64_t wait = qp->atomic_peer ? 0 : ATOMIC_WAIT_NS;
+
 	if (!qp->atomic_peer) {
 		if (uro_atomic_post(t->peer, rq, &qp->atomic_ticket))
 			return RESULT_NO_ACK; /* every slot held: a busy responder */
 		qp->atomic_peer = t->peer;
 	}
-	r = uro_atomic_wait(qp->atomic_peer, &qp->atomic_ticket, ATOMIC_WAIT_NS, &a);
+	/* Posted: waited for here once, then looked at again on a timer
+	 * (requester.c), so that a late answer completes when it comes, as a
+	 * NIC completes on the response, not at the ACK timeout. */
+	r = uro_atomic_wait(qp->atomic_peer, &qp->atomic_ticket, wait, &a);
 	if (r == 0)
-		return RESULT_NO_ACK;
+		return RESULT_UNANSWERED;
 	qp->atomic_peer = NULL;
 	if (r < 0 || a.status == URO_ATOMIC_UNANSWERED)
 		return RESULT_NO_ACK;

@@ -188,6 +188,7 @@ struct uro_qp {
 	 * post it twice (IBTA 9.7.5.1.1). NULL peer: none. */
 	struct uro_peer *atomic_peer;
 	struct uro_atomic_ticket atomic_ticket;
+	uint64_t ack_deadline_ns;  /* when the head's unanswered atomic spends a retry */
 	struct uro_qp_wire *wire;  /* its peer is reached over RoCEv2; NULL: shared memory */
 	struct uro_pending *batch; /* the ibv_wr_* batch being built (qp_ex.c) */
 	uint32_t batch_n;

@@ -32,8 +32,11 @@
 
 static int waits(int result)
 {
-	return result == RESULT_RNR || result == RESULT_NO_ACK;
+	return result == RESULT_RNR || result == RESULT_NO_ACK || result == RESULT_UNANSWERED;
 }
+
+/* How often an atomic the target holds is looked at for its answer. */
+#define ANSWER_LOOK_NS (200 * 1000ull)
 
 /* IBTA 9.7.5.2.8, table 45: the RNR NAK timer field in microseconds. */
 uint64_t uro_rnr_timer_ns(uint8_t field)
@@ -580,12 +583,23 @@ void uro_pending_copy(struct uro_pending *p, const struct ibv_send_wr *wr, uint3
 	}
 }
 
+static uint64_t sooner_of(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
 /* The wait before the next attempt: the responder's RNR timer after an
- * RNR NAK, the local ACK timeout after silence. */
+ * RNR NAK, the local ACK timeout after silence, a short look for an
+ * atomic's answer within it. */
 static void arm_timer(struct uro_context *ctx, struct uro_qp *qp, int why)
 {
 	struct target t;
 	uint64_t wait = uro_ack_timeout_ns(qp->attr.timeout);
+
+	if (why != RESULT_RNR)
+		qp->ack_deadline_ns = uro_now_ns() + wait;
+	if (why == RESULT_UNANSWERED && ANSWER_LOOK_NS < wait)
+		wait = ANSWER_LOOK_NS;
 
 	if (why == RESULT_RNR) {
 		int no_target = connected_target(ctx, qp, &t);
@@ -606,9 +620,20 @@ static void arm_timer(struct uro_context *ctx, struct uro_qp *qp, int why)
 static int may_retry(struct uro_context *ctx, struct uro_qp *qp, int why)
 {
 	unsigned *left = why == RESULT_RNR ? &qp->rnr_left : &qp->retry_left;
+	uint64_t now = uro_now_ns();
+
+	/* An atomic the target holds is looked at again until its ACK
+	 * timeout runs out; only then does the wait spend a retry. A new
+	 * head's timeout starts with its first post. */
+	if (why == RESULT_UNANSWERED && !qp->ack_deadline_ns)
+		qp->ack_deadline_ns = now + uro_ack_timeout_ns(qp->attr.timeout);
+	if (why == RESULT_UNANSWERED && now < qp->ack_deadline_ns) {
+		qp->rnr_deadline_ns = sooner_of(now + ANSWER_LOOK_NS, qp->ack_deadline_ns);
+		return 1;
+	}
 	/* With no ACK timeout a request waits for as long as its target lives. */
 	int forever = (why == RESULT_RNR && qp->attr.rnr_retry == RNR_RETRY_FOREVER) ||
-		      (why == RESULT_NO_ACK && qp->attr.timeout == 0);
+		      (why != RESULT_RNR && qp->attr.timeout == 0);
 
 	if (!forever) {
 		if (*left == 0)
@@ -640,6 +665,7 @@ static void pop_pending(struct uro_context *ctx, struct uro_qp *qp)
 	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
 
 	uro_atomic_forget(qp);
+	qp->ack_deadline_ns = 0;
 	qp->pending_head = (qp->pending_head + 1) % cap;
 	if (--qp->pending_n == 0)
 		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);

@@ -11,7 +11,10 @@
 #include "objects.h"
 
 /* Results of an attempt besides a work-completion status: it must wait. */
-enum { RESULT_RNR = -1, RESULT_NO_ACK = -2 };
+/* A request that waits: RNR NAKed, unanswered (its ACK timeout then
+ * runs, and a retry is spent), or an atomic the target holds and has not
+ * answered yet (looked at again soon, its ACK timeout still running). */
+enum { RESULT_RNR = -1, RESULT_NO_ACK = -2, RESULT_UNANSWERED = -3 };
 
 /* Where a request lands: the QP, and the receive side it uses. For RC and
  * UC that is the QP's own (its RQ or SRQ, its PD, its CQ, its process's

@@ -52,7 +52,10 @@
  * 8. atomics_without_target: with the target process stopped, direct
  *    FETCH_AND_ADD, CMP_AND_SWP and ATOMIC_WRITE complete with the right
  *    results, and one on UROCE_DIRECT=0 does not (direct atomics are the
- *    initiator's own, not handed to the target's atomic server).
+ *    initiator's own, not handed to the target's atomic server). One on
+ *    UROCE_DIRECT=0 with an ACK timeout of minutes, posted while the target
+ *    is stopped, completes once it runs again (an answer that comes late
+ *    is looked for before the ACK timeout: it used to wait that out).
  *
  * 9. descriptors_per_object: 256 regions registered on one memfd and on
  *    one /dev/shm file cost the process one descriptor each object, given
@@ -1516,12 +1519,12 @@ static void test_two_adders(int a_direct, int stop_a)
 
 /* ==== 8. Direct atomics need no thread of the target. */
 
-enum { W_ADD = 0, W_SWAP = 8, W_STORE = 16, W_SERVED = 24 };
+enum { W_ADD = 0, W_SWAP = 8, W_STORE = 16, W_SERVED = 24, W_LATE = 32 };
 
 static int target_stopped(const struct link *l, const void *arg)
 {
 	static struct side t;
-	struct ibv_qp *second;
+	struct ibv_qp *second, *third;
 	struct region g;
 	uint64_t *w;
 
@@ -1532,12 +1535,16 @@ static int target_stopped(const struct link *l, const void *arg)
 	w[W_ADD / 8] = 5;
 	w[W_SWAP / 8] = 7;
 	second = extra_qp(&t);
-	if (!second || link_connect(l, t.qp) || link_connect(l, second) || say_region(l, &g) ||
-	    say_region(l, &g) || expect(l, M_DONE, NULL))
+	third = extra_qp(&t);
+	if (!second || !third || link_connect(l, t.qp) || link_connect(l, second) ||
+	    link_connect(l, third) || say_region(l, &g) || say_region(l, &g) || say_region(l, &g) ||
+	    expect(l, M_DONE, NULL))
 		return 3;
 	CHECK_EQ(w[W_ADD / 8], 8);
 	CHECK_EQ(w[W_SWAP / 8], 9);
 	CHECK(w[W_STORE / 8] == 0x1122334455667788ull);
+	CHECK_EQ(w[W_LATE / 8], 1);
+	ibv_destroy_qp(third);
 	ibv_destroy_qp(second);
 	region_free(&g, MEMFD);
 	side_close(&t);
@@ -1589,23 +1596,67 @@ static int initiator_atomics(const struct link *l, const void *arg)
 	return 0;
 }
 
+/* A served atomic posted while the target is stopped, with an ACK timeout
+ * (4.096 us << 26: about 275 s) longer than wait_wc's bound: it completes
+ * only if its answer is looked for before the timeout runs out. */
+static int initiator_late(const struct link *l, const void *arg)
+{
+	static struct side s;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct msg region;
+	struct ibv_wc wc;
+	uint64_t old;
+
+	(void)arg;
+	setenv("UROCE_DIRECT", "0", 1);
+	setenv("PAIR_TIMEOUT", "26", 1);
+	if (side_open(&s, IBV_QPT_RC, 16, CAP) || link_connect(l, s.qp) ||
+	    expect(l, M_REGION, &region) || say(l, M_ARMED, 0) || expect(l, M_GO, NULL))
+		return 2;
+	sge = (struct ibv_sge){.addr = (uintptr_t)s.buf, .length = 8, .lkey = s.mr->lkey};
+	wr.wr.atomic.remote_addr = region.addr + W_LATE;
+	wr.wr.atomic.rkey = region.rkey;
+	wr.wr.atomic.compare_add = 1;
+	/* ibv_post_send waits a while for the answer; then it is left to
+	 * the timers, and the target is let run. */
+	CHECK_EQ(ibv_post_send(s.qp, &wr, &bad), 0);
+	if (say(l, M_STARTED, 0))
+		return 3;
+	CHECK(wait_wc(s.cq, &wc) && wc.status == IBV_WC_SUCCESS);
+	memcpy(&old, s.buf, 8);
+	CHECK_EQ(old, 0);
+	if (say(l, M_DONE, 0))
+		return 4;
+	side_close(&s);
+	return 0;
+}
+
 static void test_atomics_without_target(void)
 {
 	static const struct path direct = {.direct = 1}, off = {.direct = 0};
-	struct proc t = {.pid = -1}, a = {.pid = -1}, b = {.pid = -1};
+	struct proc t = {.pid = -1}, a = {.pid = -1}, b = {.pid = -1}, c = {.pid = -1};
 	int ok, stopped;
 
 	ok = !spawn(&t, "target", target_stopped, NULL) &&
 	     !spawn(&a, "direct initiator", initiator_atomics, &direct) &&
 	     !spawn(&b, "initiator on UROCE_DIRECT=0", initiator_atomics, &off) &&
-	     !adders_ready(&t, &a, &b);
+	     !spawn(&c, "late answer's initiator", initiator_late, NULL) && !join(&t, &a) &&
+	     !join(&t, &b) && !join(&t, &c) && !pass(&t, &a) && !pass(&t, &b) && !pass(&t, &c) &&
+	     !expect(&a.l, M_ARMED, NULL) && !expect(&b.l, M_ARMED, NULL) &&
+	     !expect(&c.l, M_ARMED, NULL);
 	stopped = ok && !stop(&t);
 	ok = stopped && !say(&a.l, M_GO, 0) && !expect(&a.l, M_DONE, NULL) && !say(&b.l, M_GO, 0) &&
-	     !expect(&b.l, M_DONE, NULL);
+	     !expect(&b.l, M_DONE, NULL) && !say(&c.l, M_GO, 0) && !expect(&c.l, M_STARTED, NULL);
 	if (stopped)
 		kill(t.pid, SIGCONT);
-	ok = ok && !say(&t.l, M_DONE, 0);
-	finish(ok, &t, &a, &b, NULL);
+	ok = ok && !expect(&c.l, M_DONE, NULL) && !say(&t.l, M_DONE, 0);
+	finish(ok, &t, &a, &b, &c, NULL);
 }
 
 /* ==== 9. One descriptor an object, however many regions lie in it. */
