@@ -3,6 +3,7 @@
 #ifndef URO_CHECK_H
 #define URO_CHECK_H
 
+#include <dirent.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -93,6 +94,20 @@ static inline int check_report(void)
 {
 	printf("%d passed, %d failed\n", check_passed, check_failed);
 	return check_failed ? 1 : 0;
+}
+
+/* The descriptors this process holds: a test's count before and after
+ * tells a leak, or what an object costs. */
+static inline int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
 }
 
 #endif

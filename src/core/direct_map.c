@@ -115,18 +115,14 @@ static int map_sysv(const struct uro_peer *p, const struct uro_seg_share *s, uin
 static int map_fd(const struct uro_peer *p, const struct uro_seg_share *s, uint64_t length,
 		  struct direct_region *m)
 {
-	char path[64];
 	struct stat st;
 	uint64_t blk, start, end;
 	void *base;
-	int fd;
+	int fd = uro_peer_open_fd(p, s->id, O_RDWR, s->dev, s->ino);
 
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p->pid, s->id);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) || (uint64_t)st.st_dev != s->dev || (uint64_t)st.st_ino != s->ino) {
-		close(fd);
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	blk = (uint64_t)sysconf(_SC_PAGESIZE);

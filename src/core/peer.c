@@ -244,17 +244,16 @@ uint64_t uro_fd_ino(int fd)
 	return fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* The pipe numbered remote_fd in the owner, opened again through /proc
- * (its owner's user may), if it is still the pipe whose inode is ino. */
-static int open_pipe(const struct uro_peer *p, int remote_fd, uint64_t ino)
+int uro_peer_open_fd(const struct uro_peer *p, int remote_fd, int flags, uint64_t dev, uint64_t ino)
 {
 	char path[64];
 	struct stat st;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", p->pid, remote_fd);
-	fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) || (uint64_t)st.st_ino != ino)) {
+	fd = open(path, flags | O_CLOEXEC);
+	if (fd >= 0 &&
+	    (fstat(fd, &st) || (uint64_t)st.st_ino != ino || (dev && (uint64_t)st.st_dev != dev))) {
 		close(fd);
 		fd = -1;
 	}
@@ -276,7 +275,7 @@ int uro_peer_pipe(struct uro_peer *p, int remote_fd, uint64_t ino)
 		if (__atomic_load_n(&p->fds[i].remote, __ATOMIC_ACQUIRE) == remote_fd &&
 		    __atomic_load_n(&p->fds[i].ino, __ATOMIC_ACQUIRE) == ino)
 			return p->fds[i].local;
-	fd = open_pipe(p, remote_fd, ino);
+	fd = uro_peer_open_fd(p, remote_fd, O_WRONLY | O_NONBLOCK, 0, ino);
 	if (fd < 0)
 		return -1;
 	pthread_mutex_lock(&p->fds_lock);

@@ -73,6 +73,13 @@ void uro_peer_detach(struct uro_peer *p);
 #define URO_PEER_ALIVE_NS 1000000ull
 int uro_peer_alive(struct uro_peer *p);
 
+/* The descriptor numbered remote_fd in the owner, opened again through
+ * /proc (its owner's user may) with flags, if it still names the object
+ * whose inode (and device, unless 0) it named when the owner published
+ * it: the owner may have reused the number. The fd, or -1. */
+int uro_peer_open_fd(const struct uro_peer *p, int remote_fd, int flags, uint64_t dev,
+		     uint64_t ino);
+
 /* An fd of this process that writes into the owner's pipe numbered
  * remote_fd whose inode is ino, or -1. */
 int uro_peer_pipe(struct uro_peer *p, int remote_fd, uint64_t ino);

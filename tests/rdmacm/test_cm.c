@@ -3,7 +3,6 @@
  * killed, and 100 connect/disconnect cycles that leak no fd. The passive
  * side is a forked process, as it would be in use. */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <signal.h>
@@ -66,8 +65,6 @@ static struct ibv_qp_init_attr qp_attr(void)
 
 /* The passive side: what to do with each request. */
 enum server_mode { SERVE_REJECT, SERVE_ACCEPT, SERVE_STALL, SERVE_FEW_FDS };
-
-static int open_fds(void);
 
 /* Leaves the process room for two more fds. */
 static void limit_fds(void)
@@ -899,18 +896,6 @@ static void test_getaddrinfo_hints(void)
 	CHECK(res->ai_src_len == sizeof(src) && !memcmp(res->ai_src_addr, &src, sizeof(src)));
 	CHECK(res->ai_next == NULL);
 	rdma_freeaddrinfo(res);
-}
-
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	while (d && readdir(d))
-		n++;
-	if (d)
-		closedir(d);
-	return n;
 }
 
 static void test_cycles(struct rdma_event_channel *ch)

@@ -68,7 +68,6 @@
  * says so, and the program then exits 77 (a skip) unless a check failed.
  * Children report their failed CHECKs by their exit status: the count at
  * the end is the orchestrator's. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1662,18 +1661,6 @@ static void test_atomics_without_target(void)
 /* ==== 9. One descriptor an object, however many regions lie in it. */
 
 #define REGIONS 256
-
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	while (d && readdir(d))
-		n++;
-	if (d)
-		closedir(d);
-	return n;
-}
 
 /* Registers REGIONS pages of g one by one: the descriptors that costs. */
 static void regions_on(struct ibv_pd *pd, struct region *g, const char *what)
