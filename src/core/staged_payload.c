@@ -31,10 +31,8 @@ int uro_stage_payload(const struct uro_peer *target, const struct uro_recv *r,
 	mr = uro_lkey_region(target, sge->lkey, sge->addr, len);
 	if (!mr || (mr->access & REMOTE_ACCESS))
 		return 0;
-	/* The requester probed these buffers; one gone since is sent the slow
-	 * way, whose copy then reports it. */
-	if (uro_user_gather(e->staged, liov, nl))
-		return 0;
+	for (uint8_t *to = e->staged; nl > 0; to += liov->iov_len, liov++, nl--)
+		memcpy(to, liov->iov_base, liov->iov_len);
 	e->staged_len = (uint16_t)len;
 	e->staged_lkey = sge->lkey;
 	e->staged_addr = sge->addr;

@@ -20,7 +20,9 @@
 
 /* 1 with the payload of the local iovecs, len bytes, in e, when it may be
  * staged for receive r of target (already checked with uro_sge_iov);
- * 0 when the sender must copy it. */
+ * 0 when the sender must copy it. The iovecs are read without a guard:
+ * they must be the sender's own copy of the program's bytes (the
+ * requester's bounce buffer), never the program's memory itself. */
 int uro_stage_payload(const struct uro_peer *target, const struct uro_recv *r,
 		      const struct iovec *liov, int nl, uint64_t len, struct uro_cqe *e);
 
