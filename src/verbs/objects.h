@@ -183,6 +183,7 @@ struct uro_qp {
 	uint64_t rnr_deadline_ns; /* when the head of pending is tried again */
 	unsigned rnr_left;	  /* RNR retries left for the head */
 	unsigned retry_left;	  /* transport retries left for the head */
+	int head_waits;		  /* why the head waits: a RESULT_ (requester.h), 0 none */
 	/* The head's atomic, posted to its target's table and not yet
 	 * answered (requester.c): a retry waits for it again rather than
 	 * post it twice (IBTA 9.7.5.1.1). NULL peer: none. */

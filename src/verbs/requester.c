@@ -601,62 +601,96 @@ static uint64_t sooner_of(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* The wait before the next attempt: the responder's RNR timer after an
- * RNR NAK, the local ACK timeout after silence, a short look for an
- * atomic's answer within it. */
-static void arm_timer(struct uro_context *ctx, struct uro_qp *qp, int why)
+/* An RNR NAK, as a NIC's responder would have sent it and its requester
+ * received it: counted, and the responder's RNR timer returned. */
+static uint64_t rnr_nak(struct uro_context *ctx, struct uro_qp *qp)
 {
 	struct target t;
-	uint64_t wait = uro_ack_timeout_ns(qp->attr.timeout);
+	int no_target = connected_target(ctx, qp, &t);
 
-	if (why != RESULT_RNR)
-		qp->ack_deadline_ns = uro_now_ns() + wait;
-	if (why == RESULT_UNANSWERED && ANSWER_LOOK_NS < wait)
-		wait = ANSWER_LOOK_NS;
-
-	if (why == RESULT_RNR) {
-		int no_target = connected_target(ctx, qp, &t);
-
-		wait = uro_rnr_timer_ns(no_target ? 0 : t.qp->min_rnr_timer);
-		/* Counted as the NAK a NIC's responder would have sent and
-		 * its requester received. */
-		uro_count(&qp->pub->counters.rnr_waits, 1);
-		uro_count(&ctx->self.hdr->counters.rnr_naks_received, 1);
-		if (!no_target)
-			uro_count(&t.qp_peer->hdr->counters.rnr_naks_sent, 1);
-	}
-	qp->rnr_deadline_ns = uro_now_ns() + wait;
+	uro_count(&qp->pub->counters.rnr_waits, 1);
+	uro_count(&ctx->self.hdr->counters.rnr_naks_received, 1);
+	if (!no_target)
+		uro_count(&t.qp_peer->hdr->counters.rnr_naks_sent, 1);
+	return uro_rnr_timer_ns(no_target ? 0 : t.qp->min_rnr_timer);
 }
 
-/* Whether the head may be tried again after result why; consumes a retry
- * (rnr_retry 7 never runs out, IBTA 9.7.5.2.8). */
+/* After an attempt that must wait: 1 with the head's next attempt timed,
+ * 0 when it has run out of retries. As a NIC's requester spends them
+ * (IBTA 9.7.5.2.8, 9.7.6.1.3; rxe_comp.c, COMPST_RNR_RETRY and
+ * COMPST_ERROR_RETRY): an RNR NAK spends one as it comes, before the RNR
+ * timer (rnr_retry 0: none, the request fails at once; 7: never runs
+ * out); silence spends one when the ACK timeout runs out, before the
+ * request is sent again (retry_due); an atomic the target holds is looked
+ * at again until its ACK timeout runs out, and then spends one. So a
+ * request is sent at most 1 + rnr_retry times into RNR NAKs, and 1 +
+ * retry_cnt times into silence. */
 static int may_retry(struct uro_context *ctx, struct uro_qp *qp, int why)
 {
-	unsigned *left = why == RESULT_RNR ? &qp->rnr_left : &qp->retry_left;
-	uint64_t now = uro_now_ns();
+	uint64_t now = uro_now_ns(), timeout = uro_ack_timeout_ns(qp->attr.timeout);
 
-	/* An atomic the target holds is looked at again until its ACK
-	 * timeout runs out; only then does the wait spend a retry. A new
-	 * head's timeout starts with its first post. */
-	if (why == RESULT_UNANSWERED && !qp->ack_deadline_ns)
-		qp->ack_deadline_ns = now + uro_ack_timeout_ns(qp->attr.timeout);
-	if (why == RESULT_UNANSWERED && now < qp->ack_deadline_ns) {
+	qp->head_waits = why;
+	if (why == RESULT_RNR) {
+		uint64_t wait = rnr_nak(ctx, qp);
+
+		if (qp->attr.rnr_retry != RNR_RETRY_FOREVER && qp->rnr_left-- == 0)
+			return 0;
+		qp->rnr_deadline_ns = now + wait;
+		return 1;
+	}
+	if (why == RESULT_UNANSWERED) {
+		if (!qp->ack_deadline_ns)
+			qp->ack_deadline_ns = now + timeout;
+		if (now >= qp->ack_deadline_ns) { /* its ACK timeout ran out */
+			if (qp->attr.timeout && qp->retry_left-- == 0)
+				return 0;
+			qp->ack_deadline_ns = now + timeout;
+		}
 		qp->rnr_deadline_ns = sooner_of(now + ANSWER_LOOK_NS, qp->ack_deadline_ns);
 		return 1;
 	}
-	/* With no ACK timeout a request waits for as long as its target lives. */
-	int forever = (why == RESULT_RNR && qp->attr.rnr_retry == RNR_RETRY_FOREVER) ||
-		      (why != RESULT_RNR && qp->attr.timeout == 0);
-
-	if (!forever) {
-		if (*left == 0)
-			return 0;
-		(*left)--;
-	}
-	arm_timer(ctx, qp, why);
+	qp->rnr_deadline_ns = now + timeout;
 	return 1;
 }
 
+/* The head's ACK timeout ran out with no answer: 1 when a retry is left
+ * to send it again (timeout 0 waits for as long as its target lives). */
+static int retry_due(struct uro_qp *qp)
+{
+	if (qp->head_waits != RESULT_NO_ACK || !qp->attr.timeout)
+		return 1;
+	return qp->retry_left-- != 0;
+}
+
+/* Out of retries (IBTA 10.7.3.1): the head completes in error, and the QP
+ * with it. */
+static void give_up(struct uro_context *ctx, struct uro_qp *qp, int why)
+{
+	struct uro_pending *p = &qp->pending[qp->pending_head];
+
+	uro_send_complete(ctx, qp, &p->wr, p->seq,
+			  why == RESULT_RNR ? IBV_WC_RNR_RETRY_EXC_ERR : IBV_WC_RETRY_EXC_ERR, 0);
+	uro_requester_error(ctx, qp);
+}
+
+static void pop_pending(struct uro_context *ctx, struct uro_qp *qp)
+{
+	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
+
+	uro_atomic_forget(qp);
+	qp->ack_deadline_ns = 0;
+	qp->head_waits = 0;
+	qp->pending_head = (qp->pending_head + 1) % cap;
+	if (--qp->pending_n == 0)
+		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
+	/* A new head, new counts. */
+	qp->rnr_left = qp->attr.rnr_retry;
+	qp->retry_left = qp->attr.retry_cnt;
+}
+
+/* Queues a request behind the waiting ones, or as the head that waits
+ * after its first attempt (why), which may already have spent its last
+ * retry. */
 static void defer(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
 		  uint32_t seq, int why)
 {
@@ -669,19 +703,10 @@ static void defer(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_s
 	qp->rnr_left = qp->attr.rnr_retry;
 	qp->retry_left = qp->attr.retry_cnt;
 	qp->rnr_deadline_ns = 0;
-	if (why)
-		arm_timer(ctx, qp, why);
-}
-
-static void pop_pending(struct uro_context *ctx, struct uro_qp *qp)
-{
-	uint32_t cap = qp->cap.max_send_wr ? qp->cap.max_send_wr : 1;
-
-	uro_atomic_forget(qp);
-	qp->ack_deadline_ns = 0;
-	qp->pending_head = (qp->pending_head + 1) % cap;
-	if (--qp->pending_n == 0)
-		__atomic_sub_fetch(&ctx->pending_qps, 1, __ATOMIC_RELEASE);
+	if (why && !may_retry(ctx, qp, why)) {
+		give_up(ctx, qp, why);
+		pop_pending(ctx, qp);
+	}
 }
 
 /* Retries the head of a QP's pending queue once its timer is due; what
@@ -692,22 +717,16 @@ static void retry_pending(struct uro_context *ctx, struct uro_qp *qp)
 	while (qp->pending_n && uro_qp_state(qp->pub) != IBV_QPS_SQD &&
 	       uro_now_ns() >= qp->rnr_deadline_ns) {
 		struct uro_pending *p = &qp->pending[qp->pending_head];
-		int st = run(ctx, qp, &p->wr, p->seq);
+		int st = RESULT_NO_ACK;
 
-		if (waits(st) && may_retry(ctx, qp, st))
-			return;
-		/* Out of retries (IBTA 10.7.3.1). */
-		if (waits(st)) {
-			uro_send_complete(
-			    ctx, qp, &p->wr, p->seq,
-			    st == RESULT_RNR ? IBV_WC_RNR_RETRY_EXC_ERR : IBV_WC_RETRY_EXC_ERR, 0);
-			uro_requester_error(ctx, qp);
+		if (retry_due(qp)) {
+			st = run(ctx, qp, &p->wr, p->seq);
+			if (waits(st) && may_retry(ctx, qp, st))
+				return;
 		}
+		if (waits(st))
+			give_up(ctx, qp, st);
 		pop_pending(ctx, qp);
-		if (qp->pending_n) { /* a new head, new counts */
-			qp->rnr_left = qp->attr.rnr_retry;
-			qp->retry_left = qp->attr.retry_cnt;
-		}
 	}
 }
 

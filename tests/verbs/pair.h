@@ -72,6 +72,8 @@ static inline uint8_t pair_gid_index(void)
 /* The remote access a connected QP gets at INIT: a test may narrow it. */
 static unsigned pair_access =
     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+/* The RC requester's transport retries (IBTA 9.7.6.1.3). */
+static uint8_t pair_retry_cnt = 7;
 
 /* RESET -> INIT -> RTR -> RTS towards remote_qpn at dgid. */
 static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr_retry,
@@ -132,7 +134,7 @@ static inline int qp_connect_to(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t 
 	a.timeout = getenv("PAIR_TIMEOUT")   ? (uint8_t)atoi(getenv("PAIR_TIMEOUT"))
 		    : getenv("UROCE_FAULTS") ? 12
 					     : 14;
-	a.retry_cnt = 7;
+	a.retry_cnt = pair_retry_cnt;
 	a.rnr_retry = rnr_retry;
 	a.max_rd_atomic = 4;
 	return ibv_modify_qp(qp, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : rts);

@@ -729,6 +729,35 @@ static void test_rnr(void)
 	CHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
 	CHECK_EQ(wc.wr_id, 21);
 
+	/* rnr_retry 0: the first RNR NAK ends the SEND (IBTA 9.7.5.2.8), a
+	 * receive posted within the responder's RNR timer (491 ms) too late:
+	 * no retry is left to find it. Before, shared memory sent it once
+	 * more when the timer ran out, and it landed. */
+	reconnect(0, 31);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 23), 0);
+	usleep(20000);
+	CHECK_EQ(post_recv_buf(&B, 6, B.buf, 64), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+	CHECK_EQ(wc.wr_id, 23);
+
+	/* retry_cnt 0: a SEND nobody answers ends at its first ACK timeout
+	 * (67 ms, IBTA 9.7.6.1.3), its target made ready before that too
+	 * late: no retry is left to send it again. Before, shared memory sent
+	 * it once more when the timeout ran out, and it landed. */
+	pair_retry_cnt = 0;
+	reconnect(7, 1);
+	pair_retry_cnt = 7;
+	CHECK_EQ(
+	    ibv_modify_qp(B.qp, &(struct ibv_qp_attr){.qp_state = IBV_QPS_RESET}, IBV_QP_STATE), 0);
+	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 24), 0);
+	usleep(10000);
+	CHECK_EQ(qp_connect(B.qp, A.qp->qp_num, 7, 1), 0);
+	CHECK_EQ(post_recv_buf(&B, 7, B.buf, 64), 0);
+	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+	CHECK_EQ(wc.wr_id, 24);
+
 	/* rnr_retry 7 retries for ever: the send lands once a receive is. */
 	reconnect(7, 1);
 	CHECK_EQ(post(&A, IBV_WR_SEND, A.buf, 8, A.mr->lkey, 0, 0, 22), 0);
