@@ -2,9 +2,31 @@
  * rdma_migrate_id(3), rdma_set_option(3) and the address getters. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cm_mad.h"
+
+/* A connection's first PSN, random as the kernel's rdma_cm draws it
+ * (cma.c, __rdma_create_id: get_random_u32() & 0x00ffffff), from
+ * getrandom(2) and never from random(3): that one draws from the
+ * program's own sequence, which srandom(3) lets a program repeat, under a
+ * process-wide lock that a child forked while another thread held it
+ * waited on for ever (test_rsocket's fork while the CM is busy, over
+ * RoCEv2: 1 run in 960 under load, the child in __random). */
+static uint32_t random_psn(void)
+{
+	uint32_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() << 8;
+	}
+	return v & 0xffffff;
+}
 
 struct uro_cm_id *uro_cm_id_new(struct rdma_event_channel *ch, void *context,
 				enum rdma_port_space ps, enum ibv_qp_type qpt)
@@ -29,7 +51,7 @@ struct uro_cm_id *uro_cm_id_new(struct rdma_event_channel *ch, void *context,
 	id->id.qp_type = qpt;
 	id->sock = id->svc_fd[0] = id->svc_fd[1] = -1;
 	id->afonly = id->ack_timeout = -1;
-	id->psn = (uint32_t)random() & 0xffffff;
+	id->psn = random_psn();
 	pthread_mutex_init(&id->lock, NULL);
 	pthread_cond_init(&id->cond, NULL);
 	return id;

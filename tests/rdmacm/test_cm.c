@@ -657,6 +657,25 @@ static void test_afonly(void)
 	rdma_destroy_id(v4);
 }
 
+/* rdma_create_id leaves the program's random(3) sequence alone: its PSN
+ * comes from getrandom(2), as the kernel's rdma_cm draws it. Before, it
+ * took one number from random(), so a program that seeds it to repeat a
+ * run did not, and a child forked while another thread was in random()
+ * could wait for ever on its lock. */
+static void test_program_random_untouched(void)
+{
+	struct rdma_cm_id *id;
+	long first, again;
+
+	srandom(7);
+	first = random();
+	srandom(7);
+	CHECK_EQ(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	again = random();
+	CHECK_EQ(again, first);
+	rdma_destroy_id(id);
+}
+
 /* An id with an address has its device's default PD in id->pd, as librdmacm
  * sets it (programs create QPs and AHs on it). */
 static void test_default_pd(struct rdma_event_channel *ch)
@@ -948,6 +967,7 @@ int main(void)
 	RUN(test_connection_options(ch), 30);
 	RUN(test_accept_without_param(ch), 30);
 	RUN(test_afonly(), 10);
+	RUN(test_program_random_untouched(), 10);
 	RUN(test_getaddrinfo_hints(), 10);
 	RUN(test_default_pd(ch), 10);
 	RUN(test_request_before_listen(ch), 30);

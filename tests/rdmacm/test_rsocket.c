@@ -641,7 +641,6 @@ static void test_misuse(void)
 
 int main(void)
 {
-	int roce = getenv("UROCE_TRANSPORT") && !strcmp(getenv("UROCE_TRANSPORT"), "roce");
 	int valgrind = getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload");
 
 	/* Nothing left in the buffer for forked children to print again. */
@@ -654,22 +653,12 @@ int main(void)
 	RUN(test_reconnect(), 30);
 	RUN(test_rpoll_pingpong(), 60);
 	RUN(test_fork_after_close(), 60);
-	/* Under valgrind a child takes longer than the 5 s allowed. Over
-	 * RoCEv2 a child forked while the CM is busy still waited in 1 run of
-	 * 58 under load, with the rsocket table and the relay mended
-	 * (docs/rsockets.md). Run alone (CHECK_ONLY=fork_while_cm) it later
-	 * passed 899 runs of 900, 400 of them beside two busy loops. In the
-	 * one failure no child was still running 5 s after it listened: one
-	 * never listened (failed, or waited the 20 s spawn allows) or exited
-	 * non-zero; that run said no more. */
+	/* Under valgrind a child takes longer than the 5 s allowed. */
 	if (valgrind) {
 		printf("skipped: fork while the CM or an rsocket call is busy (valgrind)\n");
 	} else {
 		RUN(test_fork_while_rsocket_busy(), 60);
-		if (roce)
-			printf("skipped: fork while the CM is busy (RoCEv2)\n");
-		else
-			RUN(test_fork_while_cm_busy(), 60);
+		RUN(test_fork_while_cm_busy(), 60);
 	}
 	RUN(test_dgram_echo(), 30);
 	RUN(test_dgram_misuse(), 30);
