@@ -699,9 +699,9 @@ static void heal_families(struct uro_context *ctx)
 }
 
 /* Takes a batch from each family's socket and from the relay that has
- * packets: whether one was full; *heard is set when any had packets. An
- * empty poll is one system call, however many families are open. */
-static int receive_ready(struct uro_context *ctx, int *heard)
+ * packets: whether one was full. An empty poll is one system call, however
+ * many families are open. */
+static int receive_ready(struct uro_context *ctx)
 {
 	struct epoll_event ev[RX_MEMBERS];
 	int n = epoll_wait(ctx->wire->rx_efd, ev, RX_MEMBERS, 0), full = 0;
@@ -721,7 +721,6 @@ static int receive_ready(struct uro_context *ctx, int *heard)
 		else
 			got = receive_udp(ctx, (enum uro_wire_family)what);
 		full |= got == URO_WIRE_BATCH;
-		*heard |= got > 0;
 	}
 	return full;
 }
@@ -748,7 +747,7 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 {
 	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
 	uint64_t next = 0, now;
-	int rounds = 0, heard = 0, give_way = 0;
+	int rounds = 0;
 
 	if (!w)
 		return 0;
@@ -764,31 +763,16 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		sched_yield();
 		return 0;
 	}
-	while (rounds++ < 8 && receive_ready(ctx, &heard))
+	while (rounds++ < 8 && receive_ready(ctx))
 		;
-	if (heard)
-		w->last_heard_ns = now;
 	uro_wire_push_held(ctx);
 	/* Timers are milliseconds apart: a busy poll looks at them now and
 	 * then, not on every call. */
 	if (wait_for_lock || now - w->last_tick_ns >= URO_WIRE_TICK_NS) {
 		w->last_tick_ns = now;
 		next = tick_all(ctx);
-		give_way = !wait_for_lock && now - w->last_heard_ns >= URO_WIRE_QUIET_NS;
 	}
 	pthread_mutex_unlock(&w->rx_lock);
-	/* A busy poll that has heard nothing for URO_WIRE_QUIET_NS gives its
-	 * core away, once a tick: a thread woken on it (another context's
-	 * progress thread, the only one to answer this one's requests)
-	 * otherwise waits until the scheduler takes the core from the poll,
-	 * 1.4 to 4 ms for about one wake-up in 100 on a 2-core VM with the
-	 * other core idle, and never where a thread runs until it yields
-	 * (SCHED_FIFO, sched(7)). Not while packets come: beside a busy loop
-	 * on the same core, a poll that yielded every tick ran 2% of the time
-	 * instead of 40%, each yield costing it the loop's whole slice
-	 * (EEVDF), and ib_send_bw fell tenfold (docs/architecture.md). */
-	if (give_way)
-		sched_yield();
 	/* A long pass (a batch of 8 x 16 packets) still counts as polling
 	 * when the progress thread looks. */
 	if (!wait_for_lock)

@@ -55,10 +55,7 @@
  * polling, up to URO_WIRE_POLLER_NS, and twice as soon each time it finds
  * it away (docs/architecture.md, Who plays the NIC). A program that has
  * not polled for URO_WIRE_POLLER_NS is not waited for. */
-#define URO_WIRE_POLLER_NS (1000 * 1000ull)
-/* How long a busy poll hears nothing before it lets the threads woken on
- * its core run (endpoint.c, uro_wire_progress): two timer ticks. */
-#define URO_WIRE_QUIET_NS   (200 * 1000ull)
+#define URO_WIRE_POLLER_NS  (1000 * 1000ull)
 #define URO_WIRE_LOOK_NS    (10 * 1000ull)
 #define URO_WIRE_POLLING_NS (2 * 1000ull)
 
@@ -159,7 +156,6 @@ struct uro_wire_endpoint {
 	int in_poll;		 /* the program is in ibv_poll_cq now */
 	uint64_t look_ns;	 /* the progress thread's, while the program polls */
 	uint64_t last_tick_ns;	 /* the last pass over the timers */
-	uint64_t last_heard_ns;	 /* the last receive that found packets */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
 	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
 	struct uro_seg_counters *n;	/* in the segment: `uroce stat` reads them */
