@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cm_mad.h"
+#include "cq_ring.h"
 
 /* A connection's first PSN, random as the kernel's rdma_cm draws it
  * (cma.c, __rdma_create_id: get_random_u32() & 0x00ffffff), from
@@ -19,12 +19,8 @@ static uint32_t random_psn(void)
 {
 	uint32_t v;
 
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		v = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() << 8;
-	}
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+		v = (uint32_t)uro_now_ns() ^ (uint32_t)getpid() << 8;
 	return v & 0xffffff;
 }
 

@@ -615,6 +615,15 @@ static uint64_t rnr_nak(struct uro_context *ctx, struct uro_qp *qp)
 	return uro_rnr_timer_ns(no_target ? 0 : t.qp->min_rnr_timer);
 }
 
+/* One retry of *left spent: 0 when none was left. */
+static int spend(unsigned *left)
+{
+	if (!*left)
+		return 0;
+	(*left)--;
+	return 1;
+}
+
 /* After an attempt that must wait: 1 with the head's next attempt timed,
  * 0 when it has run out of retries. As a NIC's requester spends them
  * (IBTA 9.7.5.2.8, 9.7.6.1.3; rxe_comp.c, COMPST_RNR_RETRY and
@@ -633,7 +642,7 @@ static int may_retry(struct uro_context *ctx, struct uro_qp *qp, int why)
 	if (why == RESULT_RNR) {
 		uint64_t wait = rnr_nak(ctx, qp);
 
-		if (qp->attr.rnr_retry != RNR_RETRY_FOREVER && qp->rnr_left-- == 0)
+		if (qp->attr.rnr_retry != RNR_RETRY_FOREVER && !spend(&qp->rnr_left))
 			return 0;
 		qp->rnr_deadline_ns = now + wait;
 		return 1;
@@ -642,7 +651,7 @@ static int may_retry(struct uro_context *ctx, struct uro_qp *qp, int why)
 		if (!qp->ack_deadline_ns)
 			qp->ack_deadline_ns = now + timeout;
 		if (now >= qp->ack_deadline_ns) { /* its ACK timeout ran out */
-			if (qp->attr.timeout && qp->retry_left-- == 0)
+			if (qp->attr.timeout && !spend(&qp->retry_left))
 				return 0;
 			qp->ack_deadline_ns = now + timeout;
 		}
@@ -659,7 +668,7 @@ static int retry_due(struct uro_qp *qp)
 {
 	if (qp->head_waits != RESULT_NO_ACK || !qp->attr.timeout)
 		return 1;
-	return qp->retry_left-- != 0;
+	return spend(&qp->retry_left);
 }
 
 /* Out of retries (IBTA 10.7.3.1): the head completes in error, and the QP
