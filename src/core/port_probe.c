@@ -144,6 +144,10 @@ int uro_port_holders(uint16_t port, pid_t skip, struct uro_port_holder *h, int m
 		/* Root sees every process's descriptors: a socket none has is
 		 * the kernel's. */
 		h[i].kernel = !h[i].pid && (!h[i].inode || geteuid() == 0);
+		/* Another user cannot tell rdma_rxe's socket from a hidden
+		 * root process's (Linux 6.1's rxe binds port 4791 in the
+		 * first network namespace as it loads). */
+		h[i].rxe_loaded = access("/sys/module/rdma_rxe", F_OK) == 0;
 		if (!skip || h[i].pid != skip)
 			h[k++] = h[i];
 	}
@@ -158,6 +162,11 @@ static void describe(const struct uro_port_holder *h, char *out, size_t len)
 			 h->uroce ? ", uroce" : "", (unsigned)h->uid, h->addr);
 	else if (h->kernel)
 		snprintf(out, len, "the kernel (a Soft-RoCE rxe link or a RoCE NIC) on %s",
+			 h->addr);
+	else if (h->rxe_loaded && h->uid == 0)
+		snprintf(out, len,
+			 "the kernel's Soft-RoCE (rdma_rxe is loaded) or a process of uid 0 that "
+			 "/proc does not show to this user, on %s",
 			 h->addr);
 	else
 		snprintf(out, len,

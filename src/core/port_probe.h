@@ -18,8 +18,10 @@ struct uro_port_holder {
 	pid_t pid; /* 0: /proc shows no process with the socket */
 	uid_t uid; /* the socket's owner, as /proc/net/udp says */
 	unsigned long inode;
-	int kernel; /* no process has it: the kernel's (rxe, a RoCE driver) */
-	int uroce;  /* the process holds a uroce segment */
+	int kernel;	/* no process has it: the kernel's (rxe, a RoCE driver) */
+	int rxe_loaded; /* the kernel's Soft-RoCE module is loaded: a root socket
+			 * nobody is seen to hold may be its */
+	int uroce;	/* the process holds a uroce segment */
 	char comm[16];
 	char addr[64]; /* ADDRESS:PORT */
 };

@@ -140,6 +140,15 @@ static void test_port_states(void)
 	CHECK_EQ(uro_port_diagnose(4791, 0, NULL, 0, &d), URO_PORT_FREE);
 	CHECK_EQ(uro_port_diagnose(4791, 0, &kernel, 1, &d), URO_PORT_CONTESTED);
 	CHECK(strstr(d.why, "the kernel") != NULL);
+	/* A root socket this user cannot see the holder of, with rdma_rxe
+	 * loaded, may be rxe's: both are named. */
+	struct uro_port_holder hidden = {.uid = 0, .inode = 7, .addr = "0.0.0.0:4791"};
+	CHECK_EQ(uro_port_diagnose(4791, EADDRINUSE, &hidden, 1, &d), URO_PORT_REFUSED);
+	CHECK(strstr(d.why, "rdma_rxe") == NULL);
+	hidden.rxe_loaded = 1;
+	CHECK_EQ(uro_port_diagnose(4791, EADDRINUSE, &hidden, 1, &d), URO_PORT_REFUSED);
+	CHECK(strstr(d.why, "the kernel's Soft-RoCE (rdma_rxe is loaded) or a process of uid 0") !=
+	      NULL);
 }
 
 /* A socket of ours bound to a port is found, with our pid, and skipped
