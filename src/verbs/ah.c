@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "objects.h"
+#include "verbs_ops.h"
 #include "own_address.h"
 #include "wire.h"
 

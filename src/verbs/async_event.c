@@ -9,7 +9,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 #include "segment_ops.h"
 
 enum event_object { OBJ_NONE, OBJ_QP, OBJ_CQ, OBJ_SRQ };

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 #include "wire.h"
 
 URO_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)

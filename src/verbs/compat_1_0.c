@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 
 #define COMPAT_PTR(name)                                                                           \
 	URO_EXPORT void *uro_compat_1_0_##name(void);                                              \

@@ -9,7 +9,7 @@
 
 #include "cq_ring.h"
 #include "log.h"
-#include "objects.h"
+#include "verbs_ops.h"
 #include "segment_ops.h"
 #include "staged_payload.h"
 #include "wire.h"

@@ -7,7 +7,7 @@
 
 #include "driver_abi.h"
 #include "log.h"
-#include "objects.h"
+#include "verbs_ops.h"
 
 #undef ibv_get_device_list
 

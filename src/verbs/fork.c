@@ -10,7 +10,7 @@
  * later, so its prepare runs first: its locks nest outside these. */
 #include <pthread.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 
 static void prepare(void)
 {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "objects.h"
+#include "verbs_ops.h"
 
 /* Whether fd is a uroce segment, of a context that is not this process's. */
 static int foreign_segment(int fd)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "driver_abi.h"
-#include "objects.h"
+#include "verbs_ops.h"
 
 URO_EXPORT void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src)
 {

@@ -11,7 +11,7 @@
 #include "access.h"
 #include "address_space.h"
 #include "key_hold.h"
-#include "objects.h"
+#include "verbs_ops.h"
 #include "segment_ops.h"
 #include "shareable.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "objects.h"
+#include "verbs_ops.h"
 #include "wire.h"
 
 static struct uro_seg_mcast *find(struct uro_context *ctx, uint32_t qpn, const union ibv_gid *gid)

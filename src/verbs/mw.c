@@ -7,18 +7,7 @@
 #include <string.h>
 
 #include "memory_window.h"
-#include "objects.h"
-
-struct uro_mw {
-	struct ibv_mw ibmw;
-	uint32_t index;
-	struct uro_pd *pd; /* counted on: an imported PD's original */
-};
-
-static struct uro_mw *to_umw(struct ibv_mw *mw)
-{
-	return uro_container_of(mw, struct uro_mw, ibmw);
-}
+#include "verbs_ops.h"
 
 struct ibv_mw *uro_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
@@ -99,26 +88,4 @@ int uro_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b)
 	if (!err)
 		mw->rkey = wr.bind_mw.rkey;
 	return err;
-}
-
-/* Executes BIND_MW and LOCAL_INV for QP qp: a work-completion status. */
-int uro_mw_execute(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr)
-{
-	const struct ibv_mw_bind_info *info = &wr->bind_mw.bind_info;
-	uint32_t qpn = qp->qpx.qp_base.qp_num;
-	struct uro_bind b;
-
-	if (wr->opcode == IBV_WR_LOCAL_INV)
-		return uro_mw_invalidate(&ctx->self, qp->pd->ibpd.handle, qpn, wr->invalidate_rkey)
-			   ? IBV_WC_MW_BIND_ERR
-			   : IBV_WC_SUCCESS;
-	if (!wr->bind_mw.mw || wr->bind_mw.mw->context != qp->qpx.qp_base.context)
-		return IBV_WC_MW_BIND_ERR;
-	b.mw_index = to_umw(wr->bind_mw.mw)->index;
-	b.new_rkey = wr->bind_mw.rkey;
-	b.mr_lkey = info->mr ? info->mr->lkey : 0;
-	b.addr = info->addr;
-	b.length = info->mr ? info->length : 0;
-	b.access = info->mw_access_flags;
-	return uro_mw_bind(&ctx->self, qp->pd->ibpd.handle, qpn, &b);
 }

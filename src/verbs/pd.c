@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 
 URO_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 
 /* Where a link message names its interface: after the netlink header, the
  * ifinfomsg's family (1), padding (1) and type (2). */

@@ -3,7 +3,7 @@
  * one producer, so threads that post to it take turns (uro_mt_lock). */
 #include <errno.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 #include "port_counters.h"
 #include "recv_queue.h"
 #include "segment_ops.h"

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 
 URO_EXPORT bool verbs_allow_disassociate_destroy;
 

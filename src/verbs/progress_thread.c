@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "objects.h"
+#include "verbs_ops.h"
 #include "wire.h"
 
 static void deadline_in(struct timespec *ts, uint64_t ns)
@@ -104,55 +104,7 @@ static void *run(void *arg)
 	return NULL;
 }
 
-void uro_progress_init(struct uro_context *ctx)
+void uro_progress_thread_init(struct uro_context *ctx)
 {
-	struct uro_progress_thread *t = &ctx->progress;
-	pthread_condattr_t a;
-
-	pthread_mutex_init(&t->lock, NULL);
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(&t->cond, &a);
-	pthread_condattr_destroy(&a);
-}
-
-void uro_progress_kick(struct uro_context *ctx)
-{
-	struct uro_progress_thread *t = &ctx->progress;
-	int err;
-
-	pthread_mutex_lock(&t->lock);
-	if (t->running) {
-		t->kicked = 1;
-		pthread_cond_signal(&t->cond);
-		uro_wire_kick(ctx);
-	} else if (ctx->owner_pid == getpid() && !t->failed) {
-		err = pthread_create(&t->thread, NULL, run, ctx);
-		t->running = err == 0;
-		t->failed = err != 0;
-		if (err)
-			uro_warn("no progress thread (%s): waiting requests are retried only "
-				 "while the program polls its CQs",
-				 strerror(err));
-	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-void uro_progress_stop(struct uro_context *ctx)
-{
-	struct uro_progress_thread *t = &ctx->progress;
-
-	/* A forked child has no thread, and its copies of the lock and the
-	 * condition may show the parent's waiter: they are left alone. */
-	if (ctx->owner_pid != getpid())
-		return;
-	pthread_mutex_lock(&t->lock);
-	t->stop = 1;
-	pthread_cond_signal(&t->cond);
-	uro_wire_kick(ctx);
-	pthread_mutex_unlock(&t->lock);
-	if (t->running)
-		pthread_join(t->thread, NULL);
-	pthread_cond_destroy(&t->cond);
-	pthread_mutex_destroy(&t->lock);
+	uro_progress_init(ctx, run, uro_wire_kick);
 }

@@ -7,7 +7,7 @@
 
 #include "access.h"
 #include "log.h"
-#include "objects.h"
+#include "verbs_ops.h"
 #include "qp_state.h"
 #include "recv_queue.h"
 #include "segment_ops.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 #include "user_memory.h"
 
 /* The send operations uroce executes. */

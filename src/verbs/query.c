@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 
 #undef ibv_query_port
 

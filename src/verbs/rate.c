@@ -1,7 +1,7 @@
 /* Static-rate conversions (ibv_rate_to_mult(3), ibv_rate_to_mbps(3)). One
  * table: enum ibv_rate, its multiple of 2.5 Gb/s where it is one, and its
  * rate in Mb/s (IBTA 9.7.6.x, and the extended speeds' actual data rates). */
-#include "objects.h"
+#include "verbs_ops.h"
 
 struct rate_row {
 	enum ibv_rate rate;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 #include "recv_queue.h"
 
 static size_t ring_bytes(const struct uro_seg_rq *rq)

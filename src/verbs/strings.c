@@ -1,7 +1,7 @@
 /* The string helpers: ibv_node_type_str(3), ibv_port_state_str(3),
  * ibv_event_type_str(3), ibv_wc_status_str(3). Programs print these, so
  * the texts are the ones users see on rdma-core. */
-#include "objects.h"
+#include "verbs_ops.h"
 
 #define LOOKUP(table, i, fallback)                                                                 \
 	((size_t)(i) < sizeof(table) / sizeof(table[0]) && table[i] ? table[i] : (fallback))

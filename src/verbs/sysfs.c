@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "driver_abi.h"
-#include "objects.h"
+#include "verbs_ops.h"
 
 static char sysfs_path[4096];
 static pthread_once_t sysfs_once = PTHREAD_ONCE_INIT;

@@ -4,7 +4,7 @@
  * the same. */
 #include <errno.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 
 /* Device memory: uroce has none to import. */
 URO_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "objects.h"
+#include "verbs_ops.h"
 
 static struct uro_xrcd *by_id(struct uro_context *ctx, const struct uro_xrcd_id *id)
 {

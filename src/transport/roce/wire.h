@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "objects.h"
+#include "send_wr.h"
+#include "ud_receive.h"
 #include "opcode.h"
 #include "packet.h"
 #include "relay.h"
@@ -442,17 +444,5 @@ static inline int32_t uro_psn_diff(uint32_t a, uint32_t b)
 {
 	return (int32_t)((a - b) << 8) >> 8;
 }
-
-/* requester.c, shared with the wire's requester. */
-int uro_send_validate(struct uro_qp *qp, const struct ibv_send_wr *wr);
-void uro_send_complete(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		       uint32_t seq, enum ibv_wc_status status, uint32_t byte_len);
-enum ibv_wc_status uro_send_gather(struct uro_context *ctx, struct uro_qp *qp,
-				   const struct ibv_send_wr *wr, int need_write, struct iovec *iov,
-				   int *n, uint64_t *len);
-void uro_pending_copy(struct uro_pending *p, const struct ibv_send_wr *wr, uint32_t seq);
-void uro_requester_error(struct uro_context *ctx, struct uro_qp *qp);
-uint64_t uro_ack_timeout_ns(uint8_t timeout);
-uint64_t uro_rnr_timer_ns(uint8_t field);
 
 #endif

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Calls go down only (docs/architecture.md, Layers and folders): no
+# object file of a layer refers to a symbol that only a layer above it
+# defines. The include paths already keep a layer from seeing the headers
+# above it; this catches a declaration written by hand instead.
+#
+#   test_layers.sh  with ENGINE, ROCE and VERBS: each a ;-separated list
+#   of the layer's object files (CMake's TARGET_OBJECTS)
+set -u
+fails=0
+globals() { # OBJECTS...: the global symbols they define
+	nm --defined-only "$@" 2>/dev/null | awk 'NF == 3 && $2 ~ /^[TDBRVW]$/ { print $3 }' | sort -u
+}
+wanted() { # OBJECTS...: the symbols they refer to and do not define
+	nm -u "$@" 2>/dev/null | awk 'NF && $0 !~ /:$/ { print $NF }' | sort -u
+}
+IFS=';' read -r -a engine <<<"$ENGINE"
+IFS=';' read -r -a roce <<<"$ROCE"
+IFS=';' read -r -a verbs <<<"$VERBS"
+for o in "${engine[@]}" "${roce[@]}" "${verbs[@]}"; do
+	[ -f "$o" ] || {
+		echo "FAIL: no object file $o"
+		exit 1
+	}
+done
+check() { # NAME "UPPER OBJECTS" LOWER OBJECTS...
+	local name=$1 upper=$2 up
+	shift 2
+	IFS=' ' read -r -a up <<<"$upper"
+	local bad
+	bad=$(comm -12 <(wanted "$@") <(globals "${up[@]}"))
+	if [ -n "$bad" ]; then
+		echo "FAIL: $name calls up into the layers above it: $(echo $bad)"
+		fails=$((fails + 1))
+	fi
+}
+check "src/engine" "${roce[*]} ${verbs[*]}" "${engine[@]}"
+check "src/transport/roce" "${verbs[*]}" "${roce[@]}"
+# The checks can fail: the verbs layer does call down, into both.
+[ -n "$(comm -12 <(wanted "${verbs[@]}") <(globals "${engine[@]}"))" ] ||
+	{ echo "FAIL: the verbs layer refers to nothing of the engine's: the check sees nothing"; fails=$((fails + 1)); }
+[ -n "$(comm -12 <(wanted "${verbs[@]}") <(globals "${roce[@]}"))" ] ||
+	{ echo "FAIL: the verbs layer refers to nothing of the transport's"; fails=$((fails + 1)); }
+echo "$fails failed"
+[ "$fails" -eq 0 ]
