@@ -93,6 +93,12 @@ struct uro_context {
 	struct uro_progress_thread progress;
 	struct uro_atomic_server atomics;
 	struct uro_wire_endpoint *wire; /* RoCEv2: opened by the first QP on the wire */
+	/* Where a UD datagram goes, chosen per address handle by the layer
+	 * that knows both transports (src/verbs/ud_route.c): the
+	 * shared-memory requester, which runs a UD QP's requests, sends
+	 * each through it. A struct ibv_wc status. */
+	int (*ud_send)(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		       const struct iovec *liov, int nl, uint64_t len);
 	/* 1 + the last empty GID index the program read: an example given
 	 * "-g N" of an empty slot then builds an address without a GRH, and
 	 * the hint that refuses it names N. 0: none read. */
@@ -257,6 +263,10 @@ static inline struct uro_qp *to_uqp(struct ibv_qp *q)
 static inline struct uro_srq *to_usrq(struct ibv_srq *s)
 {
 	return uro_container_of(s, struct uro_srq, ibsrq);
+}
+static inline struct uro_ah *to_uah(struct ibv_ah *ah)
+{
+	return uro_container_of(ah, struct uro_ah, ibah);
 }
 static inline struct uro_channel *to_uchannel(struct ibv_comp_channel *c)
 {

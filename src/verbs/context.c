@@ -210,6 +210,7 @@ URO_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&ctx->peers_lock, NULL);
 	uro_progress_thread_init(ctx);
+	ctx->ud_send = uro_ud_route;
 	uro_atomic_server_init(ctx);
 	uro_device_model_build(&dev->link, &ctx->model);
 	if (!ctx->model.netdev_present)

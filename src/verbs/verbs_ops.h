@@ -6,6 +6,7 @@
 #define URO_VERBS_OPS_H
 
 #include "objects.h"
+#include "shm.h"
 
 /* Validation shared by QPs and AHs: 0 or EINVAL, with a diagnostic. */
 int uro_ah_attr_check(struct uro_context *ctx, const struct ibv_ah_attr *ah);
@@ -18,12 +19,6 @@ uint64_t uro_progress(struct uro_context *ctx);
 uint64_t uro_progress_pass(struct uro_context *ctx);
 /* Hands the engine's progress thread its body (progress_thread.c). */
 void uro_progress_thread_init(struct uro_context *ctx);
-/* The atomic server (atomic_server.c): started once this process may be
- * the target of atomics; idempotent, and cheap once running. */
-void uro_atomic_server_init(struct uro_context *ctx);
-void uro_atomic_server_start(struct uro_context *ctx);
-void uro_atomic_server_stop(struct uro_context *ctx);
-void uro_qp_drop_pending(struct uro_qp *qp);
 
 /* Memory windows (mw.c). */
 struct ibv_mw *uro_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
@@ -43,9 +38,10 @@ int uro_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
  * (multicast.c): ibv_destroy_qp(3) refuses it then, with EBUSY. */
 int uro_qp_in_mcast_group(struct uro_context *ctx, uint32_t qpn);
 
-/* UD: delivers one datagram (datagram.c); returns a struct ibv_wc status. */
-int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		const struct iovec *liov, int nl, uint64_t len);
+/* UD: where one datagram goes, by its address handle (ud_route.c);
+ * returns a struct ibv_wc status. */
+int uro_ud_route(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+		 const struct iovec *liov, int nl, uint64_t len);
 
 /* The ops every context carries (context.c). */
 void uro_context_set_ops(struct uro_context *ctx);

@@ -4,7 +4,7 @@
 # defines. The include paths already keep a layer from seeing the headers
 # above it; this catches a declaration written by hand instead.
 #
-#   test_layers.sh  with ENGINE, ROCE and VERBS: each a ;-separated list
+#   test_layers.sh  with ENGINE, SHM, ROCE and VERBS: each a ;-separated list
 #   of the layer's object files (CMake's TARGET_OBJECTS)
 set -u
 fails=0
@@ -15,9 +15,10 @@ wanted() { # OBJECTS...: the symbols they refer to and do not define
 	nm -u "$@" 2>/dev/null | awk 'NF && $0 !~ /:$/ { print $NF }' | sort -u
 }
 IFS=';' read -r -a engine <<<"$ENGINE"
+IFS=';' read -r -a shm <<<"$SHM"
 IFS=';' read -r -a roce <<<"$ROCE"
 IFS=';' read -r -a verbs <<<"$VERBS"
-for o in "${engine[@]}" "${roce[@]}" "${verbs[@]}"; do
+for o in "${engine[@]}" "${shm[@]}" "${roce[@]}" "${verbs[@]}"; do
 	[ -f "$o" ] || {
 		echo "FAIL: no object file $o"
 		exit 1
@@ -34,12 +35,17 @@ check() { # NAME "UPPER OBJECTS" LOWER OBJECTS...
 		fails=$((fails + 1))
 	fi
 }
-check "src/engine" "${roce[*]} ${verbs[*]}" "${engine[@]}"
-check "src/transport/roce" "${verbs[*]}" "${roce[@]}"
+check "src/engine" "${shm[*]} ${roce[*]} ${verbs[*]}" "${engine[@]}"
+# The two transports are siblings: neither calls the other.
+check "src/transport/shm" "${roce[*]} ${verbs[*]}" "${shm[@]}"
+check "src/transport/roce" "${shm[*]} ${verbs[*]}" "${roce[@]}"
 # The checks can fail: the verbs layer does call down, into both.
 [ -n "$(comm -12 <(wanted "${verbs[@]}") <(globals "${engine[@]}"))" ] ||
 	{ echo "FAIL: the verbs layer refers to nothing of the engine's: the check sees nothing"; fails=$((fails + 1)); }
-[ -n "$(comm -12 <(wanted "${verbs[@]}") <(globals "${roce[@]}"))" ] ||
-	{ echo "FAIL: the verbs layer refers to nothing of the transport's"; fails=$((fails + 1)); }
+for t in shm roce; do
+	eval "objs=(\"\${$t[@]}\")"
+	[ -n "$(comm -12 <(wanted "${verbs[@]}") <(globals "${objs[@]}"))" ] ||
+		{ echo "FAIL: the verbs layer refers to nothing of the $t transport's"; fails=$((fails + 1)); }
+done
 echo "$fails failed"
 [ "$fails" -eq 0 ]

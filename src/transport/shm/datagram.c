@@ -1,4 +1,5 @@
-/* UD: one datagram at a time (IBTA 9.8.4, 11.4.1.1). Delivery is
+/* UD between this host's processes: one datagram at a time (IBTA 9.8.4,
+ * 11.4.1.1), each sent here by its route (src/verbs/ud_route.c). Delivery is
  * unreliable as on the wire: a datagram to a missing QP, with the wrong
  * Q_Key or with no receive posted is dropped and counted; the sender still
  * completes successfully. The receiver finds the 40-byte GRH area first in
@@ -7,20 +8,15 @@
 #include <errno.h>
 #include <string.h>
 
-#include "verbs_ops.h"
+#include "objects.h"
 #include "opcode.h"
 #include "remote_copy.h"
 #include "registry.h"
 #include "segment_ops.h"
+#include "shm.h"
 #include "ud_receive.h"
-#include "wire.h"
 
 #define QKEY_USE_QP 0x80000000u /* IBTA 10.2.5: take the Q_Key from the QP */
-
-static struct uro_ah *to_uah(struct ibv_ah *ah)
-{
-	return uro_container_of(ah, struct uro_ah, ibah);
-}
 
 static struct uro_seg_qp *ud_qp(struct uro_peer *p, uint32_t qpn)
 {
@@ -40,7 +36,7 @@ static struct uro_seg_qp *ud_qp(struct uro_peer *p, uint32_t qpn)
 
 /* The destination QP, in the cached process of its slot or, when it is not
  * there, in the slot's current owner (the slot may have been reused). */
-static struct uro_seg_qp *ud_target(struct uro_context *ctx, uint32_t qpn, struct uro_peer **pp)
+struct uro_seg_qp *uro_shm_ud_target(struct uro_context *ctx, uint32_t qpn, struct uro_peer **pp)
 {
 	int err;
 	struct uro_peer *p = uro_peer_of(ctx, qpn, &err);
@@ -62,9 +58,9 @@ static void drop(struct uro_peer *p, uint64_t *counter)
 }
 
 /* One datagram into one receiving QP t of process p. */
-static void deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		    const struct iovec *liov, int nl, uint64_t len, struct uro_peer *p,
-		    struct uro_seg_qp *t)
+void uro_shm_ud_deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+			const struct iovec *liov, int nl, uint64_t len, struct uro_peer *p,
+			struct uro_seg_qp *t)
 {
 	const struct uro_opcode *op = uro_opcode(wr->opcode);
 	struct uro_ah *ah = to_uah(wr->wr.ud.ah);
@@ -113,15 +109,15 @@ static void deliver(struct uro_context *ctx, struct uro_qp *qp, const struct ibv
  * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, and the members on other hosts
  * (wire_mcast.c). Without a multicast DGID it is dropped, as a NIC's
  * responder drops it. */
-static void multicast(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		      const struct iovec *liov, int nl, uint64_t len)
+int uro_shm_ud_multicast(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
+			 const struct iovec *liov, int nl, uint64_t len)
 {
 	const struct ibv_ah_attr *a = &to_uah(wr->wr.ud.ah)->attr;
 	struct uro_slot_owner owners[URO_MAX_SLOTS];
 	unsigned n;
 
 	if (!a->is_global || !uro_gid_is_multicast(&a->grh.dgid))
-		return;
+		return 0;
 	n = uro_registry_owners_of(NULL, ctx->dev->link_id, owners, URO_MAX_SLOTS);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t qpn = owners[i].slot << URO_QPN_INDEX_BITS;
@@ -141,49 +137,8 @@ static void multicast(struct uro_context *ctx, struct uro_qp *qp, const struct i
 				continue;
 			t = ud_qp(p, m->qpn);
 			if (t)
-				deliver(ctx, qp, wr, liov, nl, len, p, t);
+				uro_shm_ud_deliver(ctx, qp, wr, liov, nl, len, p, t);
 		}
 	}
-	/* And once on the wire to the group's members on other hosts: lost
-	 * there as any datagram may be, never failing the send. */
-	if (uro_wire_mcast_carried(ctx))
-		uro_wire_ud_send(ctx, qp, wr, a, liov, nl, len);
-}
-
-/* A receiver told to take the wire (its trace, its faults) hears its
- * datagrams there, as a connected peer does (wire_qp.c uro_wire_connects):
- * otherwise its trace would lack what this host's processes sent it. The
- * AH must name an IPv4 address the wire can reach. */
-static int hears_wire(const struct uro_peer *p, const struct uro_ah *ah)
-{
-	return __atomic_load_n(&p->hdr->wire_forced, __ATOMIC_ACQUIRE) && ah->own;
-}
-
-int uro_ud_send(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-		const struct iovec *liov, int nl, uint64_t len)
-{
-	struct uro_ah *ah = to_uah(wr->wr.ud.ah);
-	struct uro_peer *p = NULL;
-	struct uro_seg_qp *t;
-
-	/* A datagram is one packet: no larger than the path MTU. */
-	if (len > uro_mtu_bytes(ctx->model.port.active_mtu))
-		return IBV_WC_LOC_LEN_ERR;
-	if (ah->wire && !ah->own) /* another host's */
-		return uro_wire_ud_send(ctx, qp, wr, &ah->attr, liov, nl, len);
-	if (wr->wr.ud.remote_qpn == URO_MCAST_QPN) {
-		multicast(ctx, qp, wr, liov, nl, len);
-		return IBV_WC_SUCCESS;
-	}
-	t = ud_target(ctx, wr->wr.ud.remote_qpn, &p);
-	if (t ? hears_wire(p, ah) : ah->wire)
-		return uro_wire_ud_send(ctx, qp, wr, &ah->attr, liov, nl, len);
-	if (!t)
-		return IBV_WC_SUCCESS;
-	deliver(ctx, qp, wr, liov, nl, len, p, t);
-	/* This process takes the wire and its peer does not listen there: the
-	 * datagram went over shared memory, and this process's trace says so. */
-	if (ah->wire)
-		uro_wire_ud_trace(ctx, qp, wr, &ah->attr, liov, nl, len);
-	return IBV_WC_SUCCESS;
+	return 1;
 }

@@ -8,7 +8,7 @@
 #include <sys/uio.h>
 
 #include "key_hold.h"
-#include "verbs_ops.h"
+#include "objects.h"
 
 /* Results of an attempt besides a work-completion status: it must wait. */
 /* A request that waits: RNR NAKed, unanswered (its ACK timeout then

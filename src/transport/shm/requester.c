@@ -1,5 +1,6 @@
-/* The requester: ibv_post_send(3). A request is checked as hardware checks
- * it at post time (errno and bad_wr), then executed at once against the
+/* The shared-memory requester: ibv_post_send(3) on a QP whose peer is a
+ * process of this host. A request is checked as hardware checks it at
+ * post time (errno and bad_wr), then executed at once against the
  * target's published tables, moving the bytes with cross-memory attach
  * (docs/design.md, Intra-host: the initiator is the NIC): the target
  * process runs no code, except for atomics, which it executes itself
@@ -15,16 +16,15 @@
 
 #include "cq_ring.h"
 #include "memory_window.h"
-#include "verbs_ops.h"
 #include "opcode.h"
 #include "port_counters.h"
 #include "remote_copy.h"
 #include "requester.h"
+#include "shm.h"
 #include "segment_ops.h"
 #include "staged_payload.h"
 #include "user_memory.h"
 #include "send_wr.h"
-#include "wire.h"
 
 #define RNR_RETRY_FOREVER 7
 /* How soon a QP passed over because another thread held its send queue is
@@ -445,7 +445,7 @@ static int execute(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_
 	if (st != IBV_WC_SUCCESS)
 		return st;
 	*byte_len = (uint32_t)len;
-	return uro_ud_send(ctx, qp, wr, liov, nl, len);
+	return ctx->ud_send(ctx, qp, wr, liov, nl, len);
 }
 
 /* Runs one request; a result that waits() leaves it to be retried. */
@@ -648,14 +648,9 @@ static uint64_t retry_all(struct uro_context *ctx, uint64_t next)
 	return next;
 }
 
-uint64_t uro_progress(struct uro_context *ctx)
+uint64_t uro_shm_progress(struct uro_context *ctx, uint64_t next)
 {
-	return retry_all(ctx, uro_wire_progress(ctx, 0));
-}
-
-uint64_t uro_progress_pass(struct uro_context *ctx)
-{
-	return retry_all(ctx, uro_wire_progress(ctx, 1));
+	return retry_all(ctx, next);
 }
 
 /* Destroying or resetting a QP drops what waits (IBTA 10.3.1). */
@@ -672,38 +667,10 @@ void uro_qp_drop_pending(struct uro_qp *qp)
 	pthread_spin_unlock(&qp->sq_lock);
 }
 
-/* Counts the work requests of a list that were posted: those before stop
- * (NULL: all of them). */
-static void count_posted(struct uro_context *ctx, struct uro_qp *qp, const struct ibv_send_wr *wr,
-			 const struct ibv_send_wr *stop)
+int uro_shm_post_send(struct uro_context *ctx, struct uro_qp *qp, struct ibv_send_wr *wr,
+		      struct ibv_send_wr **bad)
 {
-	uint64_t n = 0, sends = 0;
-
-	for (; wr && wr != stop; wr = wr->next, n++)
-		sends += wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
-			 wr->opcode == IBV_WR_SEND_WITH_INV;
-	uro_count(&qp->pub->counters.posted_sends, n);
-	uro_count(&ctx->self.hdr->counters.rdma_sends, sends);
-}
-
-static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-	struct uro_qp *qp = to_uqp(ibqp);
-	struct uro_context *ctx = to_uctx(ibqp->context);
-	uint32_t state = uro_qp_state(qp->pub);
 	int err = 0, newly_waiting;
-
-	/* Only RTS and SQD queues take work; in ERR (or SQE) it is flushed
-	 * (IBTA 10.8.2, 10.8.3). */
-	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) {
-		*bad = wr;
-		return EINVAL;
-	}
-	if (qp->wire) {
-		uro_wire_busy(ctx);
-		if (qp->qpx.qp_base.qp_type != IBV_QPT_UD)
-			return uro_wire_post_send(ctx, qp, wr, bad);
-	}
 	int locked = uro_mt_lock(&qp->sq_lock);
 	int was_waiting = qp->pending_n != 0;
 
@@ -742,13 +709,5 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		uro_progress_kick(ctx);
 	if (err)
 		*bad = wr;
-	return err;
-}
-
-int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-	int err = post_send(ibqp, wr, bad);
-
-	count_posted(to_uctx(ibqp->context), to_uqp(ibqp), wr, err ? *bad : NULL);
 	return err;
 }

@@ -15,7 +15,7 @@
 #include "atomic_table.h"
 #include "cq_ring.h"
 #include "log.h"
-#include "verbs_ops.h"
+#include "objects.h"
 
 /* How long the thread keeps looking after it served: an atomic stream's
  * next request comes within a microsecond or two, while a futex wake-up
