@@ -224,28 +224,23 @@ expect_match "$icrc" '^[1-9][0-9]* RoCEv2 ICRCs recomputed.*, 0 mismatched' "eve
 # retries (ibv_rc_pingpong's: 8 x 67 ms) is ridden out; a longer one ends
 # each side with a SEND in flight in IBV_WC_RETRY_EXC_ERR, as a NIC's would,
 # within a second or so. The other side then waits for a message that never
-# comes, as on a NIC; its timeout stops it. outage SECONDS: a's veth down
-# for SECONDS, a second into a 200,000-iteration pingpong (40,000 took 4 s
-# before UDP GSO and GRO, and 1 s since: all over before the link went
-# down), each side stopped after LIMIT seconds; the sides' output in
-# $dir/out.srv, out.cli.
+# comes, as on a NIC; its timeout (30 s) stops it. outage SECONDS: a's veth
+# down for SECONDS, a second into a pingpong of OUTAGE_ITERS iterations;
+# the sides' output in $dir/out.srv, out.cli.
 outage() {
-	local srv cli t0 e first= limit=$2
+	local srv cli t0 e first=
 	port=$((port + 1))
 	rm -f "$dir"/end.*
-	# Each side ends by itself within LIMIT seconds: no pkill, which hung
-	# for minutes under the ASan build's LD_PRELOAD. The run takes 5 s on
-	# an idle machine but 27 s under ASan beside two busy loops, where a
-	# 30 s limit cut both sides of the 0.2 s outage off before they had
-	# printed anything.
+	# Each side ends by itself: no pkill, which hung for minutes under the
+	# ASan build's LD_PRELOAD.
 	{
-		T=$limit in_ns $a ibv_rc_pingpong -d roce1 -g 0 -n 200000 -p $port >"$dir/out.srv" 2>&1
+		T=30 in_ns $a ibv_rc_pingpong -d roce1 -g 0 -n $OUTAGE_ITERS -p $port >"$dir/out.srv" 2>&1
 		date +%s%N >"$dir/end.srv"
 	} &
 	srv=$!
 	wait_listen $port || bad "outage $1: the server never listened"
 	{
-		T=$limit in_ns $b ibv_rc_pingpong -d roce1 -g 0 -n 200000 -p $port $net.1 >"$dir/out.cli" 2>&1
+		T=30 in_ns $b ibv_rc_pingpong -d roce1 -g 0 -n $OUTAGE_ITERS -p $port $net.1 >"$dir/out.cli" 2>&1
 		date +%s%N >"$dir/end.cli"
 	} &
 	cli=$!
@@ -262,6 +257,19 @@ outage() {
 	done
 	OUTAGE_MS=$first
 }
+# The pingpong must still run when the link goes down and after it comes
+# back, and end well within its 30 s: about 4 s of round trips as this
+# machine runs them now, measured with a short pingpong first. A fixed
+# count cannot do both: 200,000 round trips take 5 s on an idle machine,
+# and 105-163 s under ASan beside two busy loops (0.5-0.8 ms each, each
+# side waiting for a core the busy loops hold), where a 30 s limit cut both
+# sides off before they had printed anything.
+port=$((port + 1))
+run_pair "the outage's calibration" $port "ibv_rc_pingpong -d roce1 -g 0 -n 2000 -p $port" \
+	"ibv_rc_pingpong -d roce1 -g 0 -n 2000 -p $port $net.1"
+usec=$(sed -n 's/.* = \([0-9.]*\) usec\/iter$/\1/p' "$PAIR_DIR/cli" | tail -1)
+OUTAGE_ITERS=$(awk -v u="${usec:-25}" 'BEGIN { n = int(4e6 / u); print (n > 200000 ? 200000 : n < 2000 ? 2000 : n) }')
+echo "outage pingpongs: $OUTAGE_ITERS iterations (a calibration round trip took ${usec:-?} us)"
 # Static neighbours: the outage tests uroce's retries, not ARP. Without
 # them, a solicitation b sent while its carrier was down was retried only
 # a second later (the kernel's neighbour retrans_time), past the
@@ -271,10 +279,10 @@ outage() {
 mac() { ip -n $1 -br link show $2 | awk '{ print $3 }'; }
 ip -n $a neigh replace $net.2 lladdr "$(mac $b ${b}v)" dev ${a}v nud permanent
 ip -n $b neigh replace $net.1 lladdr "$(mac $a ${a}v)" dev ${b}v nud permanent
-outage 0.2 150
-expect_match "$(cat "$dir/out.srv")" '200000 iters in' "a 0.2 s outage: the server finishes"
-expect_match "$(cat "$dir/out.cli")" '200000 iters in' "a 0.2 s outage: the client finishes"
-outage 3 30
+outage 0.2
+expect_match "$(cat "$dir/out.srv")" "^$OUTAGE_ITERS iters in" "a 0.2 s outage: the server finishes"
+expect_match "$(cat "$dir/out.cli")" "^$OUTAGE_ITERS iters in" "a 0.2 s outage: the client finishes"
+outage 3
 expect_match "$(cat "$dir/out.srv" "$dir/out.cli")" 'transport retry counter exceeded \(12\)' \
 	"a 3 s outage: RETRY_EXC_ERR"
 [ -n "$OUTAGE_MS" ] && [ "$OUTAGE_MS" -lt 3000 ] && ok ||
