@@ -10,26 +10,9 @@
 . "$(dirname "$0")/lib.sh" 120
 . "$(dirname "$0")/../kernel_peer/peer.sh"
 need_netns
-# What install-deps installs is there, as for every other test's programs
-# (test_libfabric.sh): a missing one fails the test, never skips it.
-for p in qemu-system-x86_64 busybox cpio depmod; do
-	command -v $p >/dev/null || bad "no $p (scripts/install-deps installs it)"
-done
-[ "$fails" -eq 0 ] || {
-	finish
-	exit
-}
-
 ns=ukp$$ net=198.18.$((100 + $$ % 150))
 trap 'peer_stop; ip netns del $ns 2>/dev/null; rm -rf "$PAIR_DIR"; rm -f "$UROCE_CONFIG"' EXIT
-ip netns add $ns && ip -n $ns link set lo up || {
-	echo "FAIL: cannot make namespace $ns"
-	exit 1
-}
-if ! peer_boot $ns $net; then
-	bad "the kernel peer did not boot"
-	finish
-fi
+peer_up $ns $net
 echo "link roce1 netdev kp0" >"$UROCE_CONFIG"
 # The guest's rxe0: GID 1 is its IPv4 address (rxe orders them so);
 # uroce's roce1: GID 0.

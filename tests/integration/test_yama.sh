@@ -11,24 +11,9 @@
 . "$(dirname "$0")/lib.sh" 120
 . "$(dirname "$0")/../kernel_peer/peer.sh"
 need_netns
-for p in qemu-system-x86_64 busybox cpio depmod; do
-	command -v $p >/dev/null || bad "no $p (scripts/install-deps installs it)"
-done
-[ "$fails" -eq 0 ] || {
-	finish
-	exit
-}
-
 ns=uya$$ net=198.18.$((100 + $$ % 150))
 trap 'peer_stop; ip netns del $ns 2>/dev/null; rm -f "$UROCE_CONFIG"' EXIT
-ip netns add $ns && ip -n $ns link set lo up || {
-	echo "FAIL: cannot make namespace $ns"
-	exit 1
-}
-peer_boot $ns $net || {
-	bad "the kernel peer did not boot"
-	finish
-}
+peer_up $ns $net
 
 pair="$(cd "$(dirname "$0")/../kernel_peer" && pwd)/yama_pair.sh"
 # case SCOPE PROGRAM PATH_REGEX [VAR=VALUE...]: the pair at SCOPE passes,

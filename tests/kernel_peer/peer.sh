@@ -4,6 +4,8 @@
 # read-only, so it runs the host's rdma-core programs, on its own kernel's
 # RDMA stack. Sourced by a test after lib.sh.
 #
+#   peer_up NS NET         the programs the guest needs, namespace NS, and
+#                          the guest booted in it, or the test fails and ends
 #   peer_boot NS NET       boots the guest at NET.2, the tap at NET.1 in NS
 #   peer_start TAG CMD     runs CMD (a shell command) in the guest
 #   peer_wait TAG SECS     its exit status (124 past SECS), its output in
@@ -11,6 +13,29 @@
 #   peer_stop              powers the guest off (the EXIT trap does too)
 PEER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PEER_CACHE=${UROCE_PEER_CACHE:-/var/cache/uroce/kernel-peer}
+
+# What install-deps installs for the guest must be there: a missing
+# program fails the test, never skips it. The caller's EXIT trap runs
+# peer_stop and removes NS.
+peer_up() {
+	local p
+	for p in qemu-system-x86_64 busybox cpio depmod; do
+		command -v $p >/dev/null || bad "no $p (scripts/install-deps installs it)"
+	done
+	[ "$fails" -eq 0 ] || {
+		finish
+		exit
+	}
+	ip netns add $1 && ip -n $1 link set lo up || {
+		echo "FAIL: cannot make namespace $1"
+		exit 1
+	}
+	peer_boot $1 $2 || {
+		bad "the kernel peer did not boot"
+		finish
+		exit
+	}
+}
 
 peer_boot() {
 	local ns=$1 net=$2
