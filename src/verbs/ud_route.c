@@ -1,7 +1,7 @@
 /* Where a UD datagram goes (ibv_post_send(3) on a UD QP): to this host's
  * processes over shared memory, or on the wire, chosen per address handle
  * and per receiver, since one UD QP reaches both. The shared-memory
- * requester runs each datagram through here (uroce_context.ud_send). */
+ * requester runs each datagram through here (the context's ud_send). */
 #include "verbs_ops.h"
 #include "wire.h"
 

@@ -1,8 +1,9 @@
 /* The shared-memory transport (docs/architecture.md, The data path on
  * shared memory): what the layer above calls. A request runs against its
  * target process's published tables, its bytes moved with cross-memory
- * attach or, on memory the initiator maps, with a copy; atomics are
- * executed by the target process's atomic server. */
+ * attach or, on memory the initiator maps, with a copy; atomics by the
+ * target process's atomic server, or on memory the initiator maps, with
+ * CPU atomics. */
 #ifndef URO_SHM_H
 #define URO_SHM_H
 
