@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "library_thread.h"
 #include "log.h"
 #include "objects.h"
 
@@ -36,7 +37,7 @@ void uro_progress_kick(struct uro_context *ctx)
 		pthread_cond_signal(&t->cond);
 		t->wake(ctx);
 	} else if (ctx->owner_pid == getpid() && !t->failed) {
-		err = pthread_create(&t->thread, NULL, t->body, ctx);
+		err = uro_thread_start(&t->thread, NULL, t->body, ctx);
 		t->running = err == 0;
 		t->failed = err != 0;
 		if (err)

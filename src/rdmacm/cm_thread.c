@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cm_mad.h"
+#include "library_thread.h"
 
 /* With the fd table full, a listener is left alone this long before it
  * accepts again: its pending connection would wake epoll at once. */
@@ -548,7 +549,7 @@ static void start(void)
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	if (epfd >= 0)
-		pthread_create(&t, &a, loop, NULL);
+		uro_thread_start(&t, &a, loop, NULL);
 	pthread_attr_destroy(&a);
 }
 

@@ -14,6 +14,7 @@
 
 #include "atomic_table.h"
 #include "cq_ring.h"
+#include "library_thread.h"
 #include "log.h"
 #include "objects.h"
 
@@ -77,7 +78,7 @@ void uro_atomic_server_start(struct uro_context *ctx)
 		return;
 	pthread_mutex_lock(&s->lock);
 	if (!s->running && !s->failed) {
-		err = pthread_create(&s->thread, NULL, serve, ctx);
+		err = uro_thread_start(&s->thread, NULL, serve, ctx);
 		__atomic_store_n(&s->running, err == 0, __ATOMIC_RELEASE);
 		s->failed = err != 0;
 		uro_atomic_set_serving(&ctx->self, err == 0);
