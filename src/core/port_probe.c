@@ -122,6 +122,10 @@ static void scan_process(pid_t pid, struct uro_port_holder *h, int n)
 int uro_port_holders(uint16_t port, pid_t skip, struct uro_port_holder *h, int max)
 {
 	int n, k = 0;
+	/* Another user cannot tell a Soft-RoCE link's socket from a hidden
+	 * root process's (Linux 6.1's rxe holds port 4791 in the first
+	 * network namespace, seen in the kernel peer's guest). */
+	int rxe_loaded = access("/sys/module/rdma_rxe", F_OK) == 0;
 	struct dirent *e;
 	DIR *d;
 
@@ -144,10 +148,7 @@ int uro_port_holders(uint16_t port, pid_t skip, struct uro_port_holder *h, int m
 		/* Root sees every process's descriptors: a socket none has is
 		 * the kernel's. */
 		h[i].kernel = !h[i].pid && (!h[i].inode || geteuid() == 0);
-		/* Another user cannot tell rdma_rxe's socket from a hidden
-		 * root process's (Linux 6.1's rxe binds port 4791 in the
-		 * first network namespace as it loads). */
-		h[i].rxe_loaded = access("/sys/module/rdma_rxe", F_OK) == 0;
+		h[i].rxe_loaded = rxe_loaded;
 		if (!skip || h[i].pid != skip)
 			h[k++] = h[i];
 	}

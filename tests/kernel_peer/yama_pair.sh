@@ -12,6 +12,7 @@
 # environment.
 scope=$1 uroce=$2 preload=$3 program=$4
 shift 4
+vars=("$@")
 echo "$scope" >/proc/sys/kernel/yama/ptrace_scope || exit 1
 port=18515
 case $program in
@@ -29,23 +30,21 @@ esac
 # scopes 2 and 3 refuse (it grants itself scope 1's exception).
 leaks=
 [ -n "$preload" ] && [ "$scope" -ge 2 ] && leaks="ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0"
-# nobody's processes, each started here: siblings, not descendants.
+# as_user UROCE_ARGS...: a process of nobody, started here, so that the
+# two programs are siblings, not each other's descendants.
 as_user() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
-		env HOME=/tmp LD_PRELOAD="$preload" $leaks "$@" timeout 60 "$uroce" "${cmd[@]}"
+		env HOME=/tmp LD_PRELOAD="$preload" $leaks "${vars[@]}" timeout 60 "$uroce" "$@"
 }
 cd /tmp || exit 1
-cmd=(link show -d)
-as_user "$@"
-cmd=(run "${server[@]}")
-as_user "$@" >/tmp/yama.srv 2>&1 &
+as_user link show -d
+as_user run "${server[@]}" >/tmp/yama.srv 2>&1 &
 srv=$!
 for _ in $(seq 600); do # 60 s: the guest is slow
 	ss -ltn | grep -q ":$port " && break
 	sleep 0.1
 done
-cmd=(run "${client[@]}")
-as_user "$@" 2>&1
+as_user run "${client[@]}" 2>&1
 echo "client $?"
 wait $srv
 echo "server $?"

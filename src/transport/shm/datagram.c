@@ -4,13 +4,10 @@
  * Q_Key or with no receive posted is dropped and counted; the sender still
  * completes successfully. The receiver finds the 40-byte GRH area first in
  * its buffer. */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <string.h>
 
 #include "objects.h"
 #include "opcode.h"
-#include "remote_copy.h"
 #include "registry.h"
 #include "segment_ops.h"
 #include "shm.h"
