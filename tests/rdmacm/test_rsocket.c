@@ -31,15 +31,22 @@ static struct sockaddr_in addr_of(int p)
 	return a;
 }
 
+/* A listening rsocket on p, or -1 with the call that failed said. */
 static int listener(int p)
 {
 	struct sockaddr_in a = addr_of(p);
 	int one = 1, l = rsocket(AF_INET, SOCK_STREAM, 0);
+	const char *failed = l < 0 ? "rsocket"
+			     : rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))
+				 ? "rsetsockopt"
+			     : rbind(l, (struct sockaddr *)&a, sizeof(a)) ? "rbind"
+			     : rlisten(l, 4)				  ? "rlisten"
+									  : NULL;
 
-	if (l < 0 || rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    rbind(l, (struct sockaddr *)&a, sizeof(a)) || rlisten(l, 4))
-		return -1;
-	return l;
+	if (!failed)
+		return l;
+	fprintf(stderr, "listener on port %d: %s: %s\n", p, failed, strerror(errno));
+	return -1;
 }
 
 static int connect_to(int p)
@@ -53,6 +60,19 @@ static int connect_to(int p)
 		return -1;
 	}
 	return s;
+}
+
+/* Where a child that does not end stands: its threads' stacks, when gdb
+ * is there to read them, so that a rare hang is more than a count. */
+static void print_stacks(pid_t pid)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 30 gdb -q -batch -p %d -ex 'thread apply all bt' 1>&2 2>/dev/null",
+		 (int)pid);
+	if (system(cmd) != 0)
+		fprintf(stderr, "(no stacks of %d: gdb is missing or failed)\n", (int)pid);
 }
 
 /* A server in a child of its own (a forked process has none of the CM's
@@ -77,11 +97,20 @@ static pid_t spawn_with(int p, int (*make)(int p), int (*serve)(int l))
 	close(ready[1]);
 	/* Bounded: a child that hangs before it listens is killed, so that it
 	 * neither stalls the test nor keeps CTest's output pipe open. */
-	if (pid > 0 && (poll(&(struct pollfd){.fd = ready[0], .events = POLLIN}, 1, 20000) != 1 ||
-			read(ready[0], &c, 1) != 1 || !c)) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		pid = -1;
+	if (pid > 0) {
+		int said =
+		    poll(&(struct pollfd){.fd = ready[0], .events = POLLIN}, 1, 20000) == 1 &&
+		    read(ready[0], &c, 1) == 1;
+
+		if (!said) {
+			fprintf(stderr, "child %d did not listen within 20 s:\n", (int)pid);
+			print_stacks(pid);
+		}
+		if (!said || !c) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			pid = -1;
+		}
 	}
 	close(ready[0]);
 	return pid;
@@ -402,8 +431,14 @@ static void test_dgram_echo(void)
 
 		memset(out, 'a' + i % 26, n);
 		memcpy(out, &i, sizeof(i)); /* a late echo of another is not this one's */
-		ok += echo(s, &to, out, n, back, &from) == (ssize_t)n &&
-		      from.sin_port == to.sin_port && from.sin_addr.s_addr == to.sin_addr.s_addr;
+		ssize_t got = echo(s, &to, out, n, back, &from);
+		int right = got == (ssize_t)n && from.sin_port == to.sin_port &&
+			    from.sin_addr.s_addr == to.sin_addr.s_addr;
+
+		if (!right)
+			fprintf(stderr, "echo %d (%zu B): %s\n", i, n,
+				got < 0 ? "none in 5 tries" : "from another address");
+		ok += right;
 	}
 	CHECK_EQ(ok, ECHOES);
 	/* The address the kernel gave the socket at its first send. */
@@ -464,20 +499,31 @@ static int just_exit(int l)
 }
 
 /* Whether a child exits with status 0 within the time; one that does not
- * end is killed. */
+ * end is killed. Each way of failing is said. */
 static int exits_cleanly(pid_t pid, int seconds)
 {
 	int status;
 
-	for (int waited = 0; pid > 0 && waited < seconds * 100; waited++) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		usleep(10000);
+	if (pid <= 0) {
+		fprintf(stderr, "the child did not come up listening\n");
+		return 0;
 	}
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
+	for (int waited = 0; waited < seconds * 100; waited++) {
+		if (waitpid(pid, &status, WNOHANG) != pid) {
+			usleep(10000);
+			continue;
+		}
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			return 1;
+		fprintf(stderr, "child %d ended with %s %d\n", (int)pid,
+			WIFEXITED(status) ? "status" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		return 0;
 	}
+	fprintf(stderr, "child %d still runs after %d s:\n", (int)pid, seconds);
+	print_stacks(pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
 	return 0;
 }
 
