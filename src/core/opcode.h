@@ -20,6 +20,7 @@ enum uro_op_kind {
 struct uro_opcode {
 	enum uro_op_kind kind;
 	unsigned char rc, uc, ud;    /* accepted on this QP type */
+	unsigned char xrc;	     /* on an XRC initiator, which sends as RC does (IBTA A14) */
 	unsigned char imm;	     /* carries immediate data */
 	unsigned char consumes_recv; /* completes at the target */
 	unsigned char inv;	     /* SEND_WITH_INV */

@@ -438,7 +438,8 @@ static int goes_on_wire(struct uro_context *ctx, struct ibv_qp *qp, enum ibv_qp_
 		return 0;
 	if (qp->qp_type == IBV_QPT_UD)
 		return uro_wire_ud_listens(ctx);
-	if (qp->qp_type != IBV_QPT_RC && qp->qp_type != IBV_QPT_UC)
+	if (qp->qp_type != IBV_QPT_RC && qp->qp_type != IBV_QPT_UC &&
+	    qp->qp_type != IBV_QPT_XRC_SEND && qp->qp_type != IBV_QPT_XRC_RECV)
 		return 0;
 	return (mask & IBV_QP_AV) && a->ah_attr.is_global && (mask & IBV_QP_DEST_QPN) &&
 	       uro_wire_connects(ctx, &a->ah_attr.grh.dgid, a->dest_qp_num, qp->qp_num);

@@ -2,11 +2,13 @@
  * IP datagram as it would arrive on UDP port 4791. The parser never reads
  * outside the buffer; a packet it accepts has its payload inside the
  * buffer and builds back to the same bytes, but for the reserved bits a
- * receiver ignores (IBTA 9.2: BTH resv6a and resv7, DETH's reserved
- * byte) and the pad's content, which a sender sets to 0. So that the fuzzer gets past
- * the ICRC, an input that fails only its ICRC is parsed a second time with
- * the right one written in. Seeds: tests/fuzz/roce-seeds, one packet per
- * opcode from the Soft-RoCE captures. */
+ * receiver ignores (IBTA 9.2: BTH resv6a and resv7, DETH's reserved byte;
+ * XRCETH's, Annex A14) and the pad's content, which a sender sets to 0. So
+ * that the fuzzer gets past the ICRC, an input that fails only its ICRC is
+ * parsed a second time with the right one written in. Seeds:
+ * tests/fuzz/roce-seeds, one packet per opcode from the Soft-RoCE
+ * captures, and three XRC ones made from them (opa4, opaa, opb1: rxe
+ * speaks no XRC). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,8 @@ static void clear_reserved(uint8_t *t, size_t tl, const struct uro_roce_packet *
 	t[8] &= 0x80; /* AckReq */
 	if (p->op->hdrs & HDR_DETH)
 		t[URO_ROCE_BTH_LEN + 4] = 0;
+	if (p->op->hdrs & HDR_XRCETH) /* right after the BTH: no XRC packet has a DETH */
+		t[URO_ROCE_BTH_LEN] = 0;
 	memset(t + tl - p->pad, 0, p->pad);
 }
 

@@ -84,6 +84,41 @@ for ev in "" "-e"; do
 	done
 	pp "ud $ev" ibv_ud_pingpong -c $ev -s 1024 -n 100
 done
+# XRC (IBTA Annex A14): each SEND names the XRC SRQ it is for in its
+# XRCETH. With two clients, the server's initiators take turns sending to
+# both clients' SRQs, so that one client's target QP receives for the
+# other client's SRQ (both in b: one domain, the same file), another
+# process of that host.
+xsrq() {
+	local what=$1
+	shift
+	port=$((port + 1))
+	run_pair "$what" $port "ibv_xsrq_pingpong -d roce1 -g $gid -p $port $*" \
+		"ibv_xsrq_pingpong -d roce1 -g $gid -p $port $* $net.1" &&
+		expect_match "$(cat "$PAIR_DIR/cli")" '^success$' "$what reports success"
+	srqns "$PAIR_DIR/cli"
+}
+# The SRQ numbers the programs print, for the capture's check below.
+srqns() { grep -o 'SRQN [0-9a-f]*' "$@" | cut -d' ' -f2 >>"$dir/srqns"; }
+xsrq "xsrq" -n 50
+xsrq "xsrq -e" -e -n 50
+xsrq "xsrq -s 4096 (a message of 4 packets)" -s 4096 -n 50
+port=$((port + 1))
+in_ns $a ibv_xsrq_pingpong -d roce1 -g $gid -c 2 -n 20 -p $port >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen $port || bad "xsrq -c 2: the server never listened"
+in_ns $b ibv_xsrq_pingpong -d roce1 -g $gid -n 20 -p $port $net.1 >"$PAIR_DIR/c1" 2>&1 &
+c1=$!
+in_ns $b ibv_xsrq_pingpong -d roce1 -g $gid -n 20 -p $port $net.1 >"$PAIR_DIR/c2" 2>&1
+expect_status 0 $? "xsrq -c 2: second client"
+wait $c1
+expect_status 0 $? "xsrq -c 2: first client"
+wait $srv
+expect_status 0 $? "xsrq -c 2: server"
+for f in srv c1 c2; do
+	expect_match "$(cat "$PAIR_DIR/$f")" '^success$' "xsrq -c 2: $f reports success"
+done
+srqns "$PAIR_DIR/srv"
 # perftest's eight programs, their default (send/recv or RDMA) mode.
 for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat ib_send_lat \
 	ib_atomic_lat; do
@@ -131,6 +166,10 @@ expect_match "$(cat "$PAIR_DIR/srv")" '^data transfers complete$' "mckey's recei
 port=$((port + 1))
 run_pair "rdma_server/rdma_client" $port "rdma_server -p $port" "rdma_client -s $net.1 -p $port" &&
 	expect_match "$(cat "$PAIR_DIR/cli")" 'rdma_client: end 0' "rdma_client ends 0"
+port=$((port + 1))
+run_pair "rdma_xserver/rdma_xclient -c x (XRC through the CM)" $port "rdma_xserver -c x -p $port" \
+	"rdma_xclient -c x -s $net.1 -p $port" &&
+	expect_match "$(cat "$PAIR_DIR/cli")" 'rdma_xclient: end 0' "rdma_xclient ends 0"
 port=$((port + 1))
 run_pair "cmtime" $port "cmtime -p $port -c 20" "cmtime -s $net.1 -p $port -c 20" forever &&
 	expect_match "$(cat "$PAIR_DIR/cli")" '^connect +:' "cmtime reports connection setup"
@@ -184,6 +223,22 @@ expect_match "$decoded" 'RC RDMA Read Response Middle' "tshark decodes READ resp
 expect_match "$decoded" 'RC (Fetch Add|Compare Swap)' "tshark decodes atomics"
 expect_match "$decoded" 'RC Atomic Acknowledge' "tshark decodes atomic ACKs"
 expect_match "$decoded" 'RC RDMA Write' "tshark decodes RDMA WRITEs"
+# XRC: Debian 12's tshark (Wireshark 4.0) names no XRC opcode, but gives
+# the BTH's opcode and the UDP payload, whose bytes 12-15 are a request's
+# XRCETH: a reserved 0, then an SRQ number one of the programs printed.
+# Responses (0xad-0xb2) carry none.
+xrc=$(tshark -r "$dir/wire.pcap" -Y 'infiniband.bth.opcode >= 0xa0 && infiniband.bth.opcode <= 0xb7' \
+	-T fields -e infiniband.bth.opcode -e udp.payload 2>/dev/null |
+	awk -v known="$(sort -u "$dir/srqns" | tr '\n' ' ')" '
+		BEGIN { n = split(known, k, " "); for (i = 1; i <= n; i++) srqn[k[i]] = 1 }
+		$1 >= 173 && $1 <= 178 { responses++; acks += $1 == 177; next }
+		{ requests++; middles += $1 == 161; x = substr($2, 25, 8)
+		  if (substr(x, 1, 2) != "00" || !(substr(x, 3, 6) in srqn)) bad++ }
+		END { printf "XRC requests %d (SEND middles %d), responses %d (ACKs %d), XRCETH not a known SRQ %d\n",
+			requests, middles, responses, acks, bad }')
+echo "$xrc"
+expect_match "$xrc" '^XRC requests [1-9][0-9]* \(SEND middles [1-9][0-9]*\), responses [1-9][0-9]* \(ACKs [1-9][0-9]*\), XRCETH not a known SRQ 0$' \
+	"XRC SENDs, segmented too, each naming an SRQ, and XRC ACKs on the wire"
 mcast=$(tshark -r "$dir/wire.pcap" -Y 'ip.dst == 239.18.0.1 && infiniband.bth.destqp == 0xffffff' \
 	2>/dev/null | wc -l)
 expect_status 10 "$mcast" "mckey's datagrams to the group on the wire"

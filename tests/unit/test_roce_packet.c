@@ -4,6 +4,7 @@
  * building it again from the parsed fields gives the same bytes, and a
  * packet changed where a router may change it still passes while one
  * changed anywhere else is dropped. */
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,14 +301,14 @@ static void check_garbage(void)
  * header) finds each opcode the table has, and no other. */
 static void check_code_lookup(void)
 {
-	static const enum uro_wire_qp transports[] = {WIRE_RC, WIRE_UC, WIRE_UD};
+	static const enum uro_wire_qp transports[] = {WIRE_RC, WIRE_UC, WIRE_UD, WIRE_XRC};
 
 	for (int c = 0; c < 256; c++) {
 		const struct uro_wire_opcode *o = uro_wire_opcode((uint8_t)c);
 
 		if (!o->name)
 			continue;
-		for (size_t t = 0; t < 3; t++)
+		for (size_t t = 0; t < sizeof(transports) / sizeof(transports[0]); t++)
 			if (o->qp & transports[t])
 				CHECK_EQ(uro_wire_code(o->op, transports[t],
 						       (enum uro_wire_pos)o->pos,
@@ -315,7 +316,48 @@ static void check_code_lookup(void)
 					 c);
 	}
 	CHECK_EQ(uro_wire_code(WIRE_READ_REQ, WIRE_UC, WIRE_ONLY, 0), -1);
+	CHECK_EQ(uro_wire_code(WIRE_ATOMIC_WRITE, WIRE_XRC, WIRE_ONLY, 0), -1);
 	CHECK_EQ(uro_wire_code(WIRE_SEND, WIRE_UD, WIRE_FIRST, 0), -1);
+}
+
+/* XRC (IBTA Annex A14): a request carries the XRCETH right after the BTH
+ * (reserved byte, then the 24-bit XRC SRQ number), before its RETH; the
+ * opcodes are RC's with the transport bits 101; a response has no
+ * XRCETH. Checked byte by byte, then parsed back from a whole datagram. */
+static void check_xrc(void)
+{
+	uint8_t ip[URO_ROCE_IPV4_UDP_LEN + 128];
+	uint8_t *t = ip + URO_ROCE_IPV4_UDP_LEN;
+	struct uro_roce_packet p = {.opcode = 0xa6,
+				    .op = uro_wire_opcode(0xa6),
+				    .pkey = 0xffff,
+				    .dest_qp = 0x2001,
+				    .psn = 77,
+				    .xrc_srqn = 0xabcdef,
+				    .reth = {.va = 0x1122334455667788ull, .rkey = 0x99, .len = 8},
+				    .payload = (const uint8_t *)"xrc-data",
+				    .payload_len = 8},
+			       q;
+	size_t tlen = uro_roce_build(&p, t);
+
+	CHECK_STR(p.op->name, "XRC RDMA WRITE first");
+	CHECK_EQ(tlen, URO_ROCE_BTH_LEN + 4 + 16 + 8);
+	CHECK_EQ(t[12], 0);
+	CHECK_EQ((unsigned)t[13] << 16 | (unsigned)t[14] << 8 | t[15], 0xabcdef);
+	CHECK_EQ(t[16], 0x11); /* the RETH's VA follows */
+	CHECK(!memcmp(t + 32, "xrc-data", 8));
+	uro_roce_ipv4_udp(ip, htonl(0xc6120001), htonl(0xc6120002), htons(50000),
+			  tlen + URO_ROCE_ICRC_LEN);
+	uro_roce_icrc_put(ip, 20 /* the IPv4 header */, URO_ROCE_IPV4_UDP_LEN + tlen);
+	CHECK_EQ(uro_roce_parse(ip, URO_ROCE_IPV4_UDP_LEN + tlen + URO_ROCE_ICRC_LEN, &q), ROCE_OK);
+	CHECK_EQ(q.xrc_srqn, 0xabcdef);
+	CHECK_EQ(q.reth.va, p.reth.va);
+	CHECK_EQ(q.payload_len, 8);
+	CHECK(uro_wire_opcode(0xb1)->op == WIRE_ACK && !(uro_wire_opcode(0xb1)->hdrs & HDR_XRCETH));
+	CHECK(uro_wire_opcode(0xad)->op == WIRE_READ_RESP &&
+	      !(uro_wire_opcode(0xad)->hdrs & HDR_XRCETH));
+	CHECK(uro_wire_opcode(0xa7)->hdrs & HDR_XRCETH); /* a MIDDLE names its SRQ too */
+	CHECK(uro_wire_opcode(0xbd)->name == NULL);	 /* no XRC ATOMIC WRITE */
 }
 
 /* A burst cut into GSO messages (wire_gso.h): a WRITE's FIRST (longer,
@@ -403,6 +445,7 @@ int main(int argc, char **argv)
 	check_census();
 	check_garbage();
 	check_code_lookup();
+	check_xrc();
 	check_gso_messages();
 	return check_report();
 }

@@ -508,9 +508,12 @@ static struct ibv_srq *xrc_srq(struct ibv_xrcd *x)
 	return ibv_create_srq_ex(B.ctx, &sa);
 }
 
+/* The request's completion status, or minus ibv_post_send's error. */
 static int xrc_send(struct ibv_qp *ini, uint32_t srqn, enum ibv_wr_opcode op, uint64_t raddr)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)A.buf, .length = 32, .lkey = A.mr->lkey};
+	struct ibv_sge sge = {.addr = (uintptr_t)A.buf,
+			      .length = op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 32,
+			      .lkey = A.mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = 7,
 				 .sg_list = &sge,
 				 .num_sge = 1,
@@ -518,11 +521,20 @@ static int xrc_send(struct ibv_qp *ini, uint32_t srqn, enum ibv_wr_opcode op, ui
 				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;
 	struct ibv_wc wc;
+	int err;
 
 	wr.qp_type.xrc.remote_srqn = srqn;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = B.mr->rkey;
-	if (ibv_post_send(ini, &wr, &bad) || poll_one(A.cq, &wc) != 1)
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.compare_add = 5;
+		wr.wr.atomic.rkey = B.mr->rkey;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = B.mr->rkey;
+	}
+	if ((err = ibv_post_send(ini, &wr, &bad)))
+		return -err;
+	if (poll_one(A.cq, &wc) != 1)
 		return -1;
 	return (int)wc.status;
 }
@@ -577,6 +589,17 @@ static void test_xrc(void)
 	/* RDMA through the target: keys are checked against the SRQ's PD. */
 	CHECK_EQ(xrc_send(ini, srqn, IBV_WR_RDMA_WRITE, (uintptr_t)B.buf + 512), IBV_WC_SUCCESS);
 	CHECK_EQ(B.buf[512 + 31], 0x7e);
+	memset(B.buf + 1024, 0x5a, 32);
+	CHECK_EQ(xrc_send(ini, srqn, IBV_WR_RDMA_READ, (uintptr_t)B.buf + 1024), IBV_WC_SUCCESS);
+	CHECK_EQ(A.buf[31], 0x5a);
+	memset(B.buf + 2048, 0, 8);
+	B.buf[2048] = 40;
+	CHECK_EQ(xrc_send(ini, srqn, IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)B.buf + 2048),
+		 IBV_WC_SUCCESS);
+	CHECK_EQ(A.buf[0], 40); /* the value before */
+	CHECK_EQ(B.buf[2048], 45);
+	/* ATOMIC WRITE is RC's alone: no XRC opcode carries it. */
+	CHECK_EQ(xrc_send(ini, srqn, IBV_WR_ATOMIC_WRITE, (uintptr_t)B.buf + 2048), -EINVAL);
 	CHECK_EQ(ibv_close_xrcd(x1), EBUSY);
 
 	/* An SRQ of another domain: an invalid request, and both sides in ERR. */

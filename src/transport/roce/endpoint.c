@@ -379,8 +379,14 @@ static void forward(struct uro_wire_endpoint *w, unsigned slot, const uint8_t *p
 		w->n->no_qp++;
 }
 
+static int is_response(const struct uro_roce_packet *p)
+{
+	return p->op->op == WIRE_ACK || p->op->op == WIRE_ATOMIC_ACK || p->op->op == WIRE_READ_RESP;
+}
+
 /* The QP a packet names, if it is this process's, on the wire and of the
- * transport the opcode belongs to. */
+ * transport the opcode belongs to; of XRC's two halves, an initiator takes
+ * only responses and a target only requests (IBTA Annex A14). */
 static struct uro_qp *target_qp(struct uro_context *ctx, const struct uro_roce_packet *p)
 {
 	struct uro_qp *qp = ctx->qps[p->dest_qp & (URO_MAX_QP - 1)];
@@ -393,12 +399,9 @@ static struct uro_qp *target_qp(struct uro_context *ctx, const struct uro_roce_p
 		return qp;
 	if ((p->op->qp & WIRE_UC) && t == IBV_QPT_UC)
 		return qp;
+	if (p->op->qp & WIRE_XRC)
+		return t == (is_response(p) ? IBV_QPT_XRC_SEND : IBV_QPT_XRC_RECV) ? qp : NULL;
 	return (p->op->qp & WIRE_UD) && t == IBV_QPT_UD ? qp : NULL;
-}
-
-static int is_response(const struct uro_roce_packet *p)
-{
-	return p->op->op == WIRE_ACK || p->op->op == WIRE_ATOMIC_ACK || p->op->op == WIRE_READ_RESP;
 }
 
 /* Rebuilds at ip the headers the packet (tlen bytes after them) came

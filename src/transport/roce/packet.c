@@ -118,6 +118,10 @@ static size_t parse_ext(const uint8_t *b, uint8_t hdrs, struct uro_roce_packet *
 		p->deth.src_qp = uro_get24(b + 5);
 		b += 8;
 	}
+	if (hdrs & HDR_XRCETH) {
+		p->xrc_srqn = uro_get24(b + 1);
+		b += 4;
+	}
 	if (hdrs & HDR_RETH) {
 		p->reth.va = uro_get64(b);
 		p->reth.rkey = uro_get32(b + 8);
@@ -206,6 +210,11 @@ static size_t build_ext(uint8_t *b, uint8_t hdrs, const struct uro_roce_packet *
 		b[4] = 0;
 		uro_put24(b + 5, p->deth.src_qp);
 		b += 8;
+	}
+	if (hdrs & HDR_XRCETH) {
+		b[0] = 0;
+		uro_put24(b + 1, p->xrc_srqn);
+		b += 4;
 	}
 	if (hdrs & HDR_RETH) {
 		uro_put64(b, p->reth.va);

@@ -43,6 +43,7 @@ struct uro_roce_packet {
 	struct {
 		uint32_t qkey, src_qp;
 	} deth;
+	uint32_t xrc_srqn; /* XRCETH */
 	const uint8_t *payload;
 	uint32_t payload_len;
 };

@@ -41,9 +41,15 @@ static void arm(struct uro_qp *qp)
 	qp->wire->rnr_wait = 0;
 }
 
-static void header_for(struct uro_roce_packet *pkt, const struct uro_qp *qp, int code, uint32_t psn)
+/* A request's headers: an XRC request names the SRQ it is for in each of
+ * its packets (Annex A14). */
+static void header_for(struct uro_roce_packet *pkt, const struct uro_qp *qp,
+		       const struct uro_wire_wqe *q, enum uro_wire_op op, uint8_t pos,
+		       uint8_t extra, uint32_t psn)
 {
-	uro_wire_header(pkt, code, qp->attr.dest_qp_num, psn);
+	uro_wire_header(pkt, uro_wire_code(op, uro_wire_transport(qp), pos, extra),
+			qp->attr.dest_qp_num, psn);
+	pkt->xrc_srqn = q->p.wr.qp_type.xrc.remote_srqn & URO_PSN_MASK;
 }
 
 /* Sends a request that carries no payload (a READ request, an atomic)
@@ -83,7 +89,7 @@ static enum ibv_wc_status fill(struct uro_context *ctx, struct burst *b, const s
 	if (!b->len)
 		return IBV_WC_SUCCESS;
 	ns = uro_iov_slice(liov, nl, b->off, b->len, src);
-	if (!uro_wire_gather(ctx, b->dst + first, b->n - first, src, ns, NULL))
+	if (!uro_wire_gather(&ctx->self, b->dst + first, b->n - first, src, ns, NULL))
 		return IBV_WC_SUCCESS;
 	b->n = b->first = first;
 	return IBV_WC_LOC_PROT_ERR;
@@ -124,7 +130,6 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 	enum uro_wire_op wop = q->kind == URO_OP_SEND		? WIRE_SEND
 			       : q->kind == URO_OP_ATOMIC_WRITE ? WIRE_ATOMIC_WRITE
 								: WIRE_WRITE;
-	enum uro_wire_qp t = uro_wire_is_rc(qp) ? WIRE_RC : WIRE_UC;
 	uint32_t mtu = qp->wire->mtu, half = window(ctx, qp) / 2;
 
 	for (uint32_t i = q->tx; i < q->npsn; i = ++q->tx) {
@@ -136,7 +141,7 @@ static enum ibv_wc_status send_message(struct uro_context *ctx, struct uro_qp *q
 		uint64_t off = (uint64_t)i * mtu;
 		struct uro_roce_packet pkt;
 
-		header_for(&pkt, qp, uro_wire_code(wop, t, pos, extra), q->psn + i);
+		header_for(&pkt, qp, q, wop, pos, extra, q->psn + i);
 		if (uro_wire_is_rc(qp) && !in_window(ctx, qp, q->psn + i))
 			break; /* the rest when ACKs open the window */
 		pkt.ack_req = (pos & WIRE_LAST) || i % half == half - 1;
@@ -180,8 +185,7 @@ static void send_read(struct uro_context *ctx, struct uro_qp *qp, struct uro_wir
 
 		if (!in_window(ctx, qp, q->psn + q->tx + n - 1))
 			return;
-		header_for(&pkt, qp, uro_wire_code(WIRE_READ_REQ, WIRE_RC, WIRE_ONLY, 0),
-			   q->psn + q->tx);
+		header_for(&pkt, qp, q, WIRE_READ_REQ, WIRE_ONLY, 0, q->psn + q->tx);
 		pkt.ack_req = 1;
 		pkt.reth.va = wr->wr.rdma.remote_addr + off;
 		pkt.reth.rkey = wr->wr.rdma.rkey;
@@ -199,9 +203,7 @@ static void send_atomic(struct uro_context *ctx, struct uro_qp *qp, struct uro_w
 	int cas = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 	struct uro_roce_packet pkt;
 
-	header_for(&pkt, qp,
-		   uro_wire_code(cas ? WIRE_CMP_SWAP : WIRE_FETCH_ADD, WIRE_RC, WIRE_ONLY, 0),
-		   q->psn);
+	header_for(&pkt, qp, q, cas ? WIRE_CMP_SWAP : WIRE_FETCH_ADD, WIRE_ONLY, 0, q->psn);
 	pkt.ack_req = 1;
 	pkt.atomic.va = wr->wr.atomic.remote_addr;
 	pkt.atomic.rkey = wr->wr.atomic.rkey;

@@ -45,7 +45,7 @@ static int place_run(struct uro_context *ctx, struct uro_qp *qp)
 
 	if (!run->n)
 		return 0;
-	err = uro_remote_copy(&ctx->self, 1, run->src, (int)run->n, &dst, 1, run->len, &run->h);
+	err = uro_remote_copy(run->peer, 1, run->src, (int)run->n, &dst, 1, run->len, &run->h);
 	uro_release(&run->h);
 	run->n = 0;
 	if (!err)
@@ -63,7 +63,11 @@ static int add_to_run(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	struct uro_wire_endpoint *w = ctx->wire;
 	struct uro_wire_run *run = &qp->wire->rq.run;
 
-	if (run->n && (uint8_t *)dst.iov_base != run->dst + run->len && place_run(ctx, qp)) {
+	/* A run is one copy: into one process's memory, at consecutive addresses. */
+	if (run->n &&
+	    ((uint8_t *)dst.iov_base != run->dst + run->len ||
+	     run->peer != qp->wire->rq.side.peer) &&
+	    place_run(ctx, qp)) {
 		uro_release(h);
 		return -1;
 	}
@@ -73,6 +77,7 @@ static int add_to_run(struct uro_context *ctx, struct uro_qp *qp, const struct u
 		if (w->nruns == URO_WIRE_BATCH) /* more QPs with a run than the list holds */
 			uro_wire_place_runs(ctx);
 		run->dst = dst.iov_base;
+		run->peer = qp->wire->rq.side.peer;
 		run->len = 0;
 		run->h = *h;
 		w->runs[w->nruns++] = qp;
@@ -107,8 +112,8 @@ static void send_due_ack(struct uro_context *ctx, struct uro_qp *qp)
 	if (!rq->ack_due)
 		return;
 	rq->ack_due = 0;
-	transmit(ctx, qp, uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0), rq->ack_psn, SYNDROME_ACK,
-		 0);
+	transmit(ctx, qp, uro_wire_code(WIRE_ACK, uro_wire_transport(qp), WIRE_ONLY, 0),
+		 rq->ack_psn, SYNDROME_ACK, 0);
 }
 
 /* An ACK, NAK or atomic ACK (with the original value) from this QP. */
@@ -117,13 +122,13 @@ static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
 	uint32_t run_psn = rq->run.psn;
-	int ack = code == uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0);
+	int ack = code == uro_wire_code(WIRE_ACK, uro_wire_transport(qp), WIRE_ONLY, 0);
 
 	/* Nothing is acknowledged before it is placed; what could not be is
 	 * NAKed instead. */
 	if (place_run(ctx, qp)) {
 		ack = 1;
-		code = uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0);
+		code = uro_wire_code(WIRE_ACK, uro_wire_transport(qp), WIRE_ONLY, 0);
 		psn = run_psn;
 		syndrome = SYNDROME_NAK(R_NAK_ACCESS);
 	}
@@ -137,7 +142,8 @@ static void reply(struct uro_context *ctx, struct uro_qp *qp, int code, uint32_t
 
 static void send_ack(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, uint8_t syndrome)
 {
-	reply(ctx, qp, uro_wire_code(WIRE_ACK, WIRE_RC, WIRE_ONLY, 0), psn, syndrome, 0);
+	reply(ctx, qp, uro_wire_code(WIRE_ACK, uro_wire_transport(qp), WIRE_ONLY, 0), psn, syndrome,
+	      0);
 }
 
 /* A packet that asked for an ACK gets it when the batch it came in ends,
@@ -162,9 +168,8 @@ static void ack_later(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn)
 
 /* Completes the receive the message took; pkt (its last packet) gives the
  * immediate data or the invalidated key, when it carries them. */
-static void finish_recv(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status,
-			enum ibv_wc_opcode opcode, uint32_t byte_len,
-			const struct uro_roce_packet *pkt)
+static void finish_recv(struct uro_qp *qp, enum ibv_wc_status status, enum ibv_wc_opcode opcode,
+			uint32_t byte_len, const struct uro_roce_packet *pkt)
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
 	struct uro_cqe e;
@@ -186,14 +191,14 @@ static void finish_recv(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_
 	}
 	rq->has_recv = 0;
 	/* Errors complete whether solicited or not. */
-	uro_deliver(&ctx->self, qp->pub->recv_cq, &e, pkt ? pkt->se : 1);
+	uro_deliver(rq->side.peer, rq->side.cq, &e, pkt ? pkt->se : 1);
 }
 
 /* The receive's completion in error; the QP enters ERR (IBTA 9.9.3.1.2). */
 static enum result recv_error(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status,
 			      enum result nak)
 {
-	finish_recv(ctx, qp, status, IBV_WC_RECV, 0, NULL);
+	finish_recv(qp, status, IBV_WC_RECV, 0, NULL);
 	qp->wire->rq.in_send = 0;
 	uro_qp_error(&ctx->self, qp->pub);
 	return nak;
@@ -206,7 +211,9 @@ static enum result take_recv(struct uro_context *ctx, struct uro_qp *qp)
 	if (rq->has_recv)
 		return R_OK; /* kept from a message UC dropped, or an RNR retry */
 	if ((uro_wire_is_rc(qp) && uro_wire_faults_rnr(ctx->wire)) ||
-	    uro_take_recv(&ctx->self, qp->pub, &rq->recv)) {
+	    (qp->qpx.qp_base.qp_type == IBV_QPT_XRC_RECV
+		 ? uro_take_srq_recv(rq->side.peer, rq->side.srq, &rq->recv)
+		 : uro_take_recv(&ctx->self, qp->pub, &rq->recv))) {
 		ctx->wire->n->rnr_naks_sent++;
 		return R_RNR;
 	}
@@ -229,8 +236,8 @@ static enum result place(struct uro_context *ctx, struct uro_qp *qp,
 	if (!pkt->payload_len)
 		return R_OK;
 	uro_holds_init(&h, 0);
-	if (uro_hold_sges(&ctx->self, rq->recv.sge, rq->recv.num_sge, &h) ||
-	    uro_sge_iov(&ctx->self, uro_recv_pd(&ctx->self, qp->pub->srq, qp->pub->pd),
+	if (uro_hold_sges(rq->side.peer, rq->recv.sge, rq->recv.num_sge, &h) ||
+	    uro_sge_iov(rq->side.peer, uro_recv_pd(rq->side.peer, rq->side.srq, rq->side.pd),
 			rq->recv.sge, rq->recv.num_sge, 1, riov, &nr, &cap)) {
 		uro_release(&h);
 		/* As the shared-memory path's copy: a key gone before the first
@@ -244,7 +251,7 @@ static enum result place(struct uro_context *ctx, struct uro_qp *qp,
 		return recv_error(ctx, qp, IBV_WC_LOC_LEN_ERR, R_NAK_INV);
 	}
 	nd = uro_iov_slice(riov, nr, rq->off, pkt->payload_len, dst);
-	err = uro_remote_copy(&ctx->self, 1, &src, 1, dst, nd, pkt->payload_len, &h);
+	err = uro_remote_copy(rq->side.peer, 1, &src, 1, dst, nd, pkt->payload_len, &h);
 	uro_release(&h);
 	/* Registered but no longer mapped: the shared-memory path's status. */
 	if (err)
@@ -273,27 +280,29 @@ static enum result send_packet(struct uro_context *ctx, struct uro_qp *qp,
 		return R_OK;
 	/* The responder invalidates the window first (IBTA 10.6.7.2.3). */
 	if ((pkt->op->hdrs & HDR_IETH) &&
-	    uro_mw_invalidate(&ctx->self, qp->pub->pd, qp->pub->qpn, pkt->inv_rkey))
+	    uro_mw_invalidate(rq->side.peer, rq->side.pd, qp->pub->qpn, pkt->inv_rkey))
 		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
 	rq->in_send = 0;
-	finish_recv(ctx, qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)rq->off, pkt);
+	finish_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)rq->off, pkt);
 	return R_OK;
 }
 
-/* [va, va+len) of this process under rkey, for access; held in h. A
- * zero-length transfer names no memory (IBTA C9-88). */
+/* [va, va+len) under rkey, for access, in the process of the request's
+ * receive side (this one, or an XRC SRQ's); held in h. A zero-length
+ * transfer names no memory (IBTA C9-88). */
 static enum result local_range(struct uro_context *ctx, struct uro_qp *qp, uint32_t rkey,
 			       uint64_t va, uint64_t len, unsigned access, struct iovec *out,
 			       struct uro_holds *h)
 {
+	const struct uro_wire_side *side = &qp->wire->rq.side;
 	uint64_t addr = 0;
 
 	uro_holds_init(h, 1);
-	if (len && uro_hold(&ctx->self, rkey, h))
+	if (len && uro_hold(side->peer, rkey, h))
 		return R_DROP; /* too busy to answer: the requester retries */
 	if (!(qp->pub->access & access) ||
 	    (len &&
-	     uro_rkey_check(&ctx->self, qp->pub->pd, qp->pub->qpn, rkey, va, len, access, &addr))) {
+	     uro_rkey_check(side->peer, side->pd, qp->pub->qpn, rkey, va, len, access, &addr))) {
 		uro_release(h);
 		uro_qp_error(&ctx->self, qp->pub);
 		return R_NAK_ACCESS;
@@ -343,7 +352,7 @@ static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
 		if (rq->left)
 			return R_NAK_INV; /* shorter than its RETH said */
 		if (pkt->op->hdrs & HDR_IMMDT)
-			finish_recv(ctx, qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+			finish_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
 				    (uint32_t)rq->off, pkt);
 	}
 	return R_OK;
@@ -365,10 +374,10 @@ static int send_responses(struct uro_context *ctx, struct uro_qp *qp,
 		uint32_t off = (first + k) * mtu, plen = len - off < mtu ? len - off : mtu;
 		struct uro_roce_packet resp;
 
-		uro_wire_header(
-		    &resp,
-		    uro_wire_code(WIRE_READ_RESP, WIRE_RC, uro_wire_place(first + k, total), 0),
-		    qp->attr.dest_qp_num, pkt->psn + first + k);
+		uro_wire_header(&resp,
+				uro_wire_code(WIRE_READ_RESP, uro_wire_transport(qp),
+					      uro_wire_place(first + k, total), 0),
+				qp->attr.dest_qp_num, pkt->psn + first + k);
 		resp.aeth.syndrome = SYNDROME_ACK;
 		resp.aeth.msn = qp->wire->rq.msn;
 		resp.payload_len = plen;
@@ -381,7 +390,7 @@ static int send_responses(struct uro_context *ctx, struct uro_qp *qp,
 	 * not even NULL's. */
 	src.iov_base = bytes ? (char *)whole->iov_base + (uint64_t)first * mtu : NULL;
 	src.iov_len = bytes;
-	if (bytes && uro_wire_gather(ctx, dst, n, &src, 1, h))
+	if (bytes && uro_wire_gather(qp->wire->rq.side.peer, dst, n, &src, 1, h))
 		return -1;
 	uro_wire_send_burst(w, &qp->wire->peer, w->burst, tlen, n);
 	return 0;
@@ -418,7 +427,8 @@ static enum result read_request(struct uro_context *ctx, struct uro_qp *qp,
 
 static void atomic_reply(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, uint64_t v)
 {
-	reply(ctx, qp, uro_wire_code(WIRE_ATOMIC_ACK, WIRE_RC, WIRE_ONLY, 0), psn, SYNDROME_ACK, v);
+	reply(ctx, qp, uro_wire_code(WIRE_ATOMIC_ACK, uro_wire_transport(qp), WIRE_ONLY, 0), psn,
+	      SYNDROME_ACK, v);
 }
 
 /* One CPU atomic on this process's memory, as its atomic server executes
@@ -438,6 +448,12 @@ static enum result atomic_request(struct uro_context *ctx, struct uro_qp *qp,
 	if (pkt->atomic.va & 7) {
 		uro_qp_error(&ctx->self, qp->pub);
 		return R_NAK_INV;
+	}
+	/* A CPU atomic reaches this process's memory only: one for an XRC SRQ
+	 * of another process is refused (docs/architecture.md, XRC). */
+	if (qp->wire->rq.side.peer != &ctx->self) {
+		uro_qp_error(&ctx->self, qp->pub);
+		return R_NAK_OP;
 	}
 	r = local_range(ctx, qp, pkt->atomic.rkey, pkt->atomic.va, 8, IBV_ACCESS_REMOTE_ATOMIC,
 			&dst, &h);
@@ -487,6 +503,66 @@ static enum result atomic_write(struct uro_context *ctx, struct uro_qp *qp,
 	return R_OK;
 }
 
+/* An XRC SRQ of the target's domain, in the process that p names (IBTA
+ * Annex A14), or NULL. */
+static const struct uro_seg_srq *xrc_srq(const struct uro_peer *p, uint32_t index,
+					 const struct uro_seg_qp *tgt)
+{
+	const struct uro_seg_srq *srq = p ? uro_peer_srq(p, index) : NULL;
+
+	return srq && __atomic_load_n(&srq->in_use, __ATOMIC_ACQUIRE) &&
+		       uro_xrcd_id_same(&srq->xrcd, &tgt->xrcd)
+		   ? srq
+		   : NULL;
+}
+
+/* Where a request lands: a QP's own receive queue or SRQ, PD and CQ; for
+ * an XRC target, the XRC SRQ its XRCETH names, in any process of this
+ * host, reached as shared memory reaches it (shm/requester.c,
+ * xrc_receive_side), which must be of the target's domain, else the
+ * request is an invalid one (Annex A14). */
+static enum result receive_side(struct uro_context *ctx, struct uro_qp *qp,
+				const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_side *side = &qp->wire->rq.side;
+	uint32_t srqn = pkt->xrc_srqn, index = (srqn & (URO_MAX_QP - 1)) + 1;
+	struct uro_peer *p;
+	const struct uro_seg_srq *srq;
+	int err;
+
+	if (qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV) {
+		*side = (struct uro_wire_side){.peer = &ctx->self,
+					       .srq = qp->pub->srq,
+					       .pd = qp->pub->pd,
+					       .cq = qp->pub->recv_cq};
+		return R_OK;
+	}
+	p = srqn >> URO_QPN_INDEX_BITS == ctx->slot.slot ? &ctx->self
+							 : uro_peer_of(ctx, srqn, &err);
+	srq = xrc_srq(p, index, qp->pub);
+	if (!srq && p != &ctx->self) { /* the cached process may be a previous owner of the slot */
+		p = uro_peer_refresh(ctx, srqn, &err);
+		srq = xrc_srq(p, index, qp->pub);
+	}
+	if (!srq)
+		return R_NAK_INV;
+	*side = (struct uro_wire_side){.peer = p, .srq = index, .pd = srq->pd, .cq = srq->cq};
+	return R_OK;
+}
+
+/* An XRC message's packets name the SRQ its first named: its receive was
+ * taken there. */
+static enum result same_srq(struct uro_qp *qp, const struct uro_roce_packet *pkt)
+{
+	struct uro_wire_rq *rq = &qp->wire->rq;
+
+	if (qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV)
+		return R_OK;
+	if (pkt->op->pos & WIRE_FIRST)
+		rq->xrc_srqn = pkt->xrc_srqn;
+	return pkt->xrc_srqn == rq->xrc_srqn ? R_OK : R_NAK_INV;
+}
+
 /* IBTA 9.7.5.1.1: a duplicate SEND or WRITE is acknowledged again, not
  * executed; a READ is executed again; an atomic is answered from the
  * saved result. */
@@ -500,7 +576,9 @@ static void duplicate(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	switch (pkt->op->op) {
 	case WIRE_READ_REQ:
 		/* The region may be gone since: the retry learns it too. */
-		r = read_request(ctx, qp, pkt, &n);
+		r = receive_side(ctx, qp, pkt);
+		if (r == R_OK)
+			r = read_request(ctx, qp, pkt, &n);
 		if (r > 0)
 			send_ack(ctx, qp, pkt->psn, SYNDROME_NAK(r));
 		return;
@@ -522,6 +600,8 @@ static enum result execute(struct uro_context *ctx, struct uro_qp *qp,
 	enum result r;
 
 	*npsn = 1;
+	if ((r = same_srq(qp, pkt)) != R_OK || (r = receive_side(ctx, qp, pkt)) != R_OK)
+		return r;
 	switch (pkt->op->op) {
 	case WIRE_SEND:
 		r = send_packet(ctx, qp, pkt);

@@ -186,11 +186,22 @@ struct uro_wire_wqe {
  * (rc_responder.c). */
 struct uro_wire_run {
 	unsigned n;
-	uint32_t psn; /* the last packet's */
-	uint8_t *dst; /* where the first lands */
+	uint32_t psn;	       /* the last packet's */
+	uint8_t *dst;	       /* where the first lands */
+	struct uro_peer *peer; /* in whose memory */
 	uint64_t len;
 	struct uro_holds h; /* the key, held until placed */
 	struct iovec src[URO_WIRE_RUN];
+};
+
+/* Where a request's receive side is: the process whose memory and
+ * tables it reaches, its SRQ (1-based, 0 none), the PD its keys and
+ * receive buffers are checked against, and the CQ its receives complete
+ * on. A QP's own, or an XRC target's SRQ's, which may be another
+ * process's of this host (rc_responder.c, receive_side). */
+struct uro_wire_side {
+	struct uro_peer *peer;
+	uint32_t srq, pd, cq;
 };
 
 struct uro_wire_rq {
@@ -200,6 +211,8 @@ struct uro_wire_rq {
 	/* The message being received: a SEND's receive and where it is, or a
 	 * WRITE's key and address. */
 	int in_send, in_write, has_recv;
+	struct uro_wire_side side; /* the packet being executed's */
+	uint32_t xrc_srqn;	   /* the SRQ an XRC target's message is for */
 	struct uro_recv recv;
 	uint64_t off;
 	uint32_t rkey;
@@ -293,11 +306,12 @@ void uro_wire_send_gso(struct uro_wire_endpoint *w, int fd, const struct uro_wir
  * peer's receive buffer holds of what it sends (socket_buffer.h), more
  * when its bursts leave as GSO messages. */
 uint32_t uro_wire_window_bytes(const struct uro_wire_endpoint *w);
-/* Copies the bytes of this process's list src (ns entries, at most
- * URO_MAX_SGE; under the hold h, or NULL) into a burst's n payloads dst,
+/* Copies the bytes of the list src in from's memory (this process's,
+ * or an XRC SRQ's process's; ns entries, at most URO_MAX_SGE; under the
+ * hold h, or NULL) into a burst's n payloads dst,
  * in order, with as few system calls as uro_remote_copy's lists allow:
  * 0, or -1 when src was not there. */
-int uro_wire_gather(struct uro_context *ctx, const struct iovec *dst, unsigned n,
+int uro_wire_gather(struct uro_peer *from, const struct iovec *dst, unsigned n,
 		    const struct iovec *src, int ns, const struct uro_holds *h);
 /* The same packet written to the trace (w->pcap) only, as if sent. */
 void uro_wire_trace_sent(struct uro_wire_endpoint *w, const struct uro_wire_dest *to, uint8_t *buf,
@@ -418,9 +432,21 @@ static inline int uro_wire_reads_back(uint8_t kind)
 	return kind == URO_OP_READ || kind == URO_OP_ATOMIC;
 }
 
+/* Reliable: RC, or either half of XRC, which is reliable as RC is
+ * (IBTA Annex A14). */
 static inline int uro_wire_is_rc(const struct uro_qp *qp)
 {
-	return qp->qpx.qp_base.qp_type == IBV_QPT_RC;
+	enum ibv_qp_type t = qp->qpx.qp_base.qp_type;
+
+	return t == IBV_QPT_RC || t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV;
+}
+
+/* The transport a connected QP's opcodes belong to (bits 7-5 of each). */
+static inline enum uro_wire_qp uro_wire_transport(const struct uro_qp *qp)
+{
+	enum ibv_qp_type t = qp->qpx.qp_base.qp_type;
+
+	return t == IBV_QPT_RC ? WIRE_RC : t == IBV_QPT_UC ? WIRE_UC : WIRE_XRC;
 }
 
 /* The place of packet i of an n-packet message (IBTA 9.8.3). */

@@ -130,7 +130,7 @@ void uro_wire_send_gso(struct uro_wire_endpoint *w, int fd, const struct uro_wir
 /* uro_remote_copy takes lists of at most this many. */
 #define GATHER_IOVS (URO_MAX_SGE + 1)
 
-int uro_wire_gather(struct uro_context *ctx, const struct iovec *dst, unsigned n,
+int uro_wire_gather(struct uro_peer *from, const struct iovec *dst, unsigned n,
 		    const struct iovec *src, int ns, const struct uro_holds *h)
 {
 	uint64_t off = 0;
@@ -146,7 +146,7 @@ int uro_wire_gather(struct uro_context *ctx, const struct iovec *dst, unsigned n
 		if (!len)
 			continue;
 		np = uro_iov_slice(src, ns, off, len, part);
-		if (uro_remote_copy(&ctx->self, 0, dst + i, (int)k, part, np, len, h))
+		if (uro_remote_copy(from, 0, dst + i, (int)k, part, np, len, h))
 			return -1;
 		off += len;
 	}

@@ -1,10 +1,14 @@
 #include "wire_opcode.h"
 
-#define RC_OP(n) (0x00 | (n))
-#define UC_OP(n) (0x20 | (n))
+#define RC_OP(n)  (0x00 | (n))
+#define UC_OP(n)  (0x20 | (n))
+#define XRC_OP(n) (0xa0 | (n))
 
-/* IBTA 9.2, Table 35, the RC, UC and UD rows; bits 7-5 of the code are the
- * transport (000 RC, 001 UC, 011 UD). One row a line, as the spec's. */
+/* IBTA 9.2, Table 35, the RC, UC, UD and XRC rows; bits 7-5 of the code are
+ * the transport (000 RC, 001 UC, 011 UD, 101 XRC). One row a line, as the
+ * spec's. XRC's are RC's with an XRCETH on every request (IBTA Annex
+ * A14); its responses carry none. ATOMIC WRITE is RC's alone, as the
+ * kernel's opcode list (include/rdma/ib_pack.h) has it. */
 // clang-format off
 static const struct uro_wire_opcode table[256] = {
     [RC_OP(0x00)] = {.name = "RC SEND first", .op = WIRE_SEND, .qp = WIRE_RC, .pos = WIRE_FIRST, .payload = 1},
@@ -46,6 +50,29 @@ static const struct uro_wire_opcode table[256] = {
     [UC_OP(0x0b)] = {.name = "UC RDMA WRITE only with immediate", .op = WIRE_WRITE, .qp = WIRE_UC, .pos = WIRE_ONLY, .hdrs = HDR_RETH | HDR_IMMDT, .payload = 1},
     [0x64] = {.name = "UD SEND only", .op = WIRE_SEND, .qp = WIRE_UD, .pos = WIRE_ONLY, .hdrs = HDR_DETH, .payload = 1},
     [0x65] = {.name = "UD SEND only with immediate", .op = WIRE_SEND, .qp = WIRE_UD, .pos = WIRE_ONLY, .hdrs = HDR_DETH | HDR_IMMDT, .payload = 1},
+    [XRC_OP(0x00)] = {.name = "XRC SEND first", .op = WIRE_SEND, .qp = WIRE_XRC, .pos = WIRE_FIRST, .hdrs = HDR_XRCETH, .payload = 1},
+    [XRC_OP(0x01)] = {.name = "XRC SEND middle", .op = WIRE_SEND, .qp = WIRE_XRC, .pos = WIRE_MIDDLE, .hdrs = HDR_XRCETH, .payload = 1},
+    [XRC_OP(0x02)] = {.name = "XRC SEND last", .op = WIRE_SEND, .qp = WIRE_XRC, .pos = WIRE_LAST, .hdrs = HDR_XRCETH, .payload = 1},
+    [XRC_OP(0x03)] = {.name = "XRC SEND last with immediate", .op = WIRE_SEND, .qp = WIRE_XRC, .pos = WIRE_LAST, .hdrs = HDR_XRCETH | HDR_IMMDT, .payload = 1},
+    [XRC_OP(0x04)] = {.name = "XRC SEND only", .op = WIRE_SEND, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_XRCETH, .payload = 1},
+    [XRC_OP(0x05)] = {.name = "XRC SEND only with immediate", .op = WIRE_SEND, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_XRCETH | HDR_IMMDT, .payload = 1},
+    [XRC_OP(0x06)] = {.name = "XRC RDMA WRITE first", .op = WIRE_WRITE, .qp = WIRE_XRC, .pos = WIRE_FIRST, .hdrs = HDR_XRCETH | HDR_RETH, .payload = 1},
+    [XRC_OP(0x07)] = {.name = "XRC RDMA WRITE middle", .op = WIRE_WRITE, .qp = WIRE_XRC, .pos = WIRE_MIDDLE, .hdrs = HDR_XRCETH, .payload = 1},
+    [XRC_OP(0x08)] = {.name = "XRC RDMA WRITE last", .op = WIRE_WRITE, .qp = WIRE_XRC, .pos = WIRE_LAST, .hdrs = HDR_XRCETH, .payload = 1},
+    [XRC_OP(0x09)] = {.name = "XRC RDMA WRITE last with immediate", .op = WIRE_WRITE, .qp = WIRE_XRC, .pos = WIRE_LAST, .hdrs = HDR_XRCETH | HDR_IMMDT, .payload = 1},
+    [XRC_OP(0x0a)] = {.name = "XRC RDMA WRITE only", .op = WIRE_WRITE, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_XRCETH | HDR_RETH, .payload = 1},
+    [XRC_OP(0x0b)] = {.name = "XRC RDMA WRITE only with immediate", .op = WIRE_WRITE, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_XRCETH | HDR_RETH | HDR_IMMDT, .payload = 1},
+    [XRC_OP(0x0c)] = {.name = "XRC RDMA READ request", .op = WIRE_READ_REQ, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_XRCETH | HDR_RETH},
+    [XRC_OP(0x0d)] = {.name = "XRC RDMA READ response first", .op = WIRE_READ_RESP, .qp = WIRE_XRC, .pos = WIRE_FIRST, .hdrs = HDR_AETH, .payload = 1},
+    [XRC_OP(0x0e)] = {.name = "XRC RDMA READ response middle", .op = WIRE_READ_RESP, .qp = WIRE_XRC, .pos = WIRE_MIDDLE, .payload = 1},
+    [XRC_OP(0x0f)] = {.name = "XRC RDMA READ response last", .op = WIRE_READ_RESP, .qp = WIRE_XRC, .pos = WIRE_LAST, .hdrs = HDR_AETH, .payload = 1},
+    [XRC_OP(0x10)] = {.name = "XRC RDMA READ response only", .op = WIRE_READ_RESP, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_AETH, .payload = 1},
+    [XRC_OP(0x11)] = {.name = "XRC Acknowledge", .op = WIRE_ACK, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_AETH},
+    [XRC_OP(0x12)] = {.name = "XRC ATOMIC Acknowledge", .op = WIRE_ATOMIC_ACK, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_AETH | HDR_ATOMIC_ACK_ETH},
+    [XRC_OP(0x13)] = {.name = "XRC CmpSwap", .op = WIRE_CMP_SWAP, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_XRCETH | HDR_ATOMIC_ETH},
+    [XRC_OP(0x14)] = {.name = "XRC FetchAdd", .op = WIRE_FETCH_ADD, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_XRCETH | HDR_ATOMIC_ETH},
+    [XRC_OP(0x16)] = {.name = "XRC SEND last with invalidate", .op = WIRE_SEND, .qp = WIRE_XRC, .pos = WIRE_LAST, .hdrs = HDR_XRCETH | HDR_IETH, .payload = 1},
+    [XRC_OP(0x17)] = {.name = "XRC SEND only with invalidate", .op = WIRE_SEND, .qp = WIRE_XRC, .pos = WIRE_ONLY, .hdrs = HDR_XRCETH | HDR_IETH, .payload = 1},
 };
 // clang-format on
 
@@ -60,10 +87,10 @@ unsigned uro_wire_hdrs_len(uint8_t hdrs)
 		uint8_t hdr;
 		uint8_t len;
 	} sizes[] = {
-	    {.hdr = HDR_DETH, .len = 8},	   {.hdr = HDR_RETH, .len = 16},
-	    {.hdr = HDR_ATOMIC_ETH, .len = 28},	   {.hdr = HDR_AETH, .len = 4},
-	    {.hdr = HDR_ATOMIC_ACK_ETH, .len = 8}, {.hdr = HDR_IMMDT, .len = 4},
-	    {.hdr = HDR_IETH, .len = 4},
+	    {.hdr = HDR_DETH, .len = 8},  {.hdr = HDR_XRCETH, .len = 4},
+	    {.hdr = HDR_RETH, .len = 16}, {.hdr = HDR_ATOMIC_ETH, .len = 28},
+	    {.hdr = HDR_AETH, .len = 4},  {.hdr = HDR_ATOMIC_ACK_ETH, .len = 8},
+	    {.hdr = HDR_IMMDT, .len = 4}, {.hdr = HDR_IETH, .len = 4},
 	};
 	unsigned n = 0;
 
@@ -77,7 +104,7 @@ int uro_wire_code(enum uro_wire_op op, enum uro_wire_qp qp, enum uro_wire_pos po
 {
 	/* Bits 7-5 of a code are its transport: only its 32 rows are read
 	 * (this runs for every packet sent). */
-	unsigned base = qp == WIRE_RC ? 0x00 : qp == WIRE_UC ? 0x20 : 0x60;
+	unsigned base = qp == WIRE_RC ? 0x00 : qp == WIRE_UC ? 0x20 : qp == WIRE_XRC ? 0xa0 : 0x60;
 
 	for (unsigned code = base; code < base + 32; code++) {
 		const struct uro_wire_opcode *row = &table[code];

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-enum uro_wire_qp { WIRE_RC = 1 << 0, WIRE_UC = 1 << 1, WIRE_UD = 1 << 2 };
+enum uro_wire_qp { WIRE_RC = 1 << 0, WIRE_UC = 1 << 1, WIRE_UD = 1 << 2, WIRE_XRC = 1 << 3 };
 
 enum uro_wire_op {
 	WIRE_SEND,
@@ -33,12 +33,13 @@ enum uro_wire_pos {
 /* Extension headers, in the order they follow the BTH (IBTA 9.2). */
 enum uro_wire_hdr {
 	HDR_DETH = 1 << 0,	     /* 8: Q_Key, source QP */
-	HDR_RETH = 1 << 1,	     /* 16: VA, R_Key, DMA length */
-	HDR_ATOMIC_ETH = 1 << 2,     /* 28: VA, R_Key, swap/add, compare */
-	HDR_AETH = 1 << 3,	     /* 4: syndrome, MSN */
-	HDR_ATOMIC_ACK_ETH = 1 << 4, /* 8: original remote data */
-	HDR_IMMDT = 1 << 5,	     /* 4: immediate data */
-	HDR_IETH = 1 << 6,	     /* 4: R_Key to invalidate */
+	HDR_XRCETH = 1 << 1,	     /* 4: the XRC SRQ a request is for (Annex A14) */
+	HDR_RETH = 1 << 2,	     /* 16: VA, R_Key, DMA length */
+	HDR_ATOMIC_ETH = 1 << 3,     /* 28: VA, R_Key, swap/add, compare */
+	HDR_AETH = 1 << 4,	     /* 4: syndrome, MSN */
+	HDR_ATOMIC_ACK_ETH = 1 << 5, /* 8: original remote data */
+	HDR_IMMDT = 1 << 6,	     /* 4: immediate data */
+	HDR_IETH = 1 << 7,	     /* 4: R_Key to invalidate */
 };
 
 struct uro_wire_opcode {
