@@ -16,6 +16,7 @@
 #include "segment_ops.h"
 #include "user_memory.h"
 #include "wire.h"
+#include "xrc_srq.h"
 
 /* What a packet came to: done, or the NAK it earns (IBTA 9.7.5.2.4). */
 enum result {
@@ -202,6 +203,14 @@ static enum result recv_error(struct uro_context *ctx, struct uro_qp *qp, enum i
 	qp->wire->rq.in_send = 0;
 	uro_qp_error(&ctx->self, qp->pub);
 	return nak;
+}
+
+/* What a NAK's receiver sees, as the responder's own receive status. */
+static enum ibv_wc_status nak_status(enum result nak)
+{
+	return nak == R_NAK_ACCESS ? IBV_WC_REM_ACCESS_ERR
+	       : nak == R_NAK_OP   ? IBV_WC_REM_OP_ERR
+				   : IBV_WC_REM_INV_REQ_ERR;
 }
 
 static enum result take_recv(struct uro_context *ctx, struct uro_qp *qp)
@@ -503,32 +512,16 @@ static enum result atomic_write(struct uro_context *ctx, struct uro_qp *qp,
 	return R_OK;
 }
 
-/* An XRC SRQ of the target's domain, in the process that p names (IBTA
- * Annex A14), or NULL. */
-static const struct uro_seg_srq *xrc_srq(const struct uro_peer *p, uint32_t index,
-					 const struct uro_seg_qp *tgt)
-{
-	const struct uro_seg_srq *srq = p ? uro_peer_srq(p, index) : NULL;
-
-	return srq && __atomic_load_n(&srq->in_use, __ATOMIC_ACQUIRE) &&
-		       uro_xrcd_id_same(&srq->xrcd, &tgt->xrcd)
-		   ? srq
-		   : NULL;
-}
-
 /* Where a request lands: a QP's own receive queue or SRQ, PD and CQ; for
- * an XRC target, the XRC SRQ its XRCETH names, in any process of this
- * host, reached as shared memory reaches it (shm/requester.c,
- * xrc_receive_side), which must be of the target's domain, else the
- * request is an invalid one (Annex A14). */
+ * an XRC target, the XRC SRQ its XRCETH names, in any process of this host
+ * (xrc_srq.h), else the request is an invalid one. */
 static enum result receive_side(struct uro_context *ctx, struct uro_qp *qp,
 				const struct uro_roce_packet *pkt)
 {
 	struct uro_wire_side *side = &qp->wire->rq.side;
-	uint32_t srqn = pkt->xrc_srqn, index = (srqn & (URO_MAX_QP - 1)) + 1;
-	struct uro_peer *p;
 	const struct uro_seg_srq *srq;
-	int err;
+	struct uro_peer *p;
+	uint32_t index;
 
 	if (qp->qpx.qp_base.qp_type != IBV_QPT_XRC_RECV) {
 		*side = (struct uro_wire_side){.peer = &ctx->self,
@@ -537,13 +530,7 @@ static enum result receive_side(struct uro_context *ctx, struct uro_qp *qp,
 					       .cq = qp->pub->recv_cq};
 		return R_OK;
 	}
-	p = srqn >> URO_QPN_INDEX_BITS == ctx->slot.slot ? &ctx->self
-							 : uro_peer_of(ctx, srqn, &err);
-	srq = xrc_srq(p, index, qp->pub);
-	if (!srq && p != &ctx->self) { /* the cached process may be a previous owner of the slot */
-		p = uro_peer_refresh(ctx, srqn, &err);
-		srq = xrc_srq(p, index, qp->pub);
-	}
+	srq = uro_xrc_srq(ctx, pkt->xrc_srqn, qp->pub, &p, &index);
 	if (!srq)
 		return R_NAK_INV;
 	*side = (struct uro_wire_side){.peer = p, .srq = index, .pd = srq->pd, .cq = srq->cq};
@@ -708,6 +695,14 @@ void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct u
 	if (r == R_DROP)
 		return;
 	rq->nak_sent = 1;
+	/* The receive a message cut short took completes with the responder's
+	 * error, before the QP's others are flushed, as Linux rxe completes it
+	 * (rxe_resp.c: a class C error, then the completion): off its queue,
+	 * no flush would find it. */
+	if (r != R_RNR && rq->has_recv) {
+		rq->in_send = 0;
+		finish_recv(qp, nak_status(r), IBV_WC_RECV, 0, NULL);
+	}
 	if (r != R_RNR && uro_qp_state(qp->pub) != IBV_QPS_ERR)
 		uro_qp_error(&ctx->self, qp->pub); /* an out-of-sequence opcode, a bad length */
 	if (r == R_RNR)

@@ -25,6 +25,7 @@
 #include "staged_payload.h"
 #include "user_memory.h"
 #include "send_wr.h"
+#include "xrc_srq.h"
 
 #define RNR_RETRY_FOREVER 7
 /* How soon a QP passed over because another thread held its send queue is
@@ -119,38 +120,18 @@ static int target_ready(const struct uro_qp *qp, const struct target *t, uint32_
 	       (state == IBV_QPS_RTR || state == IBV_QPS_RTS || state == IBV_QPS_SQD);
 }
 
-/* An XRC request's SRQ, named like a QP (slot and index): an XRC SRQ of
- * the target's domain, in any process of the host. Any other is an invalid
- * request (IBTA A14.4.3), which moves the target to ERR as other invalid
- * requests do. */
-static const struct uro_seg_srq *xrc_srq(const struct target *t, uint32_t index)
-{
-	const struct uro_seg_srq *srq = t->peer ? uro_peer_srq(t->peer, index + 1) : NULL;
-
-	return srq && __atomic_load_n(&srq->in_use, __ATOMIC_ACQUIRE) &&
-		       uro_xrcd_id_same(&srq->xrcd, &t->qp->xrcd)
-		   ? srq
-		   : NULL;
-}
-
+/* An XRC request's SRQ (xrc_srq.h): any other than one of the target's
+ * domain is an invalid request, which moves the target to ERR as other
+ * invalid requests do. */
 static int xrc_receive_side(struct uro_context *ctx, const struct ibv_send_wr *wr, struct target *t)
 {
-	uint32_t srqn = wr->qp_type.xrc.remote_srqn;
-	uint32_t index = srqn & (URO_MAX_QP - 1);
-	const struct uro_seg_srq *srq;
-	int err;
+	const struct uro_seg_srq *srq =
+	    uro_xrc_srq(ctx, wr->qp_type.xrc.remote_srqn, t->qp, &t->peer, &t->srq);
 
-	t->peer = uro_peer_of(ctx, srqn, &err);
-	srq = xrc_srq(t, index);
-	if (!srq) { /* the cached process may be a previous owner of the slot */
-		t->peer = uro_peer_refresh(ctx, srqn, &err);
-		srq = xrc_srq(t, index);
-	}
 	if (!srq) {
 		uro_qp_error(t->qp_peer, t->qp);
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
-	t->srq = index + 1;
 	t->key_pd = srq->pd;
 	t->recv_cq = srq->cq;
 	return 0;
