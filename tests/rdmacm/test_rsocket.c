@@ -19,6 +19,17 @@
 
 #include "../check.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 #define BIG (3u << 20) /* more than a connection's credits: 12 x 32 KiB */
 
 static int port;
@@ -699,9 +710,17 @@ int main(void)
 	RUN(test_reconnect(), 30);
 	RUN(test_rpoll_pingpong(), 60);
 	RUN(test_fork_after_close(), 60);
-	/* Under valgrind a child takes longer than the 5 s allowed. */
-	if (valgrind) {
-		printf("skipped: fork while the CM or an rsocket call is busy (valgrind)\n");
+	/* Under valgrind a child takes longer than the 5 s allowed. Under
+	 * ASan a child may never end: GCC 12's libasan takes no lock of its
+	 * allocator around fork (newer compiler-rt does, InstallAtForkHandler),
+	 * so a child forked while another thread of the parent (the churning
+	 * one, the CM's) is in malloc waits for ever in its own first malloc.
+	 * Seen 3 times in 173 ASan runs under load, every child's stack in
+	 * the sanitizer's allocator lock (in ibv_open_device's first
+	 * allocations); glibc's malloc, which fork locks, never does it. */
+	if (valgrind || UNDER_ASAN) {
+		printf("skipped: fork while the CM or an rsocket call is busy (%s)\n",
+		       valgrind ? "valgrind" : "ASan's allocator is not fork-safe");
 	} else {
 		RUN(test_fork_while_rsocket_busy(), 60);
 		RUN(test_fork_while_cm_busy(), 60);
