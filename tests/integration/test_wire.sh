@@ -177,6 +177,37 @@ run_pair "cmtime" $port "cmtime -p $port -c 20" "cmtime -s $net.1 -p $port -c 20
 # (lib.sh, stop_job): an orphan would keep its port and its QPs.
 left=$(for p in $(ip netns pids $a); do cat /proc/$p/comm 2>/dev/null; done | grep -cx cmtime)
 expect_status 0 "$left" "cmtime servers still running after run_pair"
+# rsockets between the namespaces, uroce's own protocol at both ends
+# (docs/rsockets.md): streams over RC, connected by the CM on QP 1, each
+# byte checked (-T v); riowrite into the peer's riomap'd buffer; a file
+# copied and compared; datagram rsockets over UD echoing.
+rs_pair() { # PROGRAM "OPTIONS" LINE
+	port=$((port + 1))
+	run_pair "$1 $2" $port "$1 -p $port $2" "$1 -s $net.1 -p $port $2" &&
+		expect_match "$(cat "$PAIR_DIR/cli")" "$3" "$1 $2 reports its run"
+}
+rs_pair rstream "-T v -S 4096 -C 100" '^custom +4k +100 '
+rs_pair rstream "-T b -T v -S 100000 -C 20" '^custom +97k +20 '
+rs_pair riostream "-S 65536 -C 100" '^custom +64k +100 '
+port=$((port + 1))
+head -c 3000000 /dev/urandom >"$dir/src.bin"
+(cd "$dir" && in_ns $a rcopy -p $port) >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen $port || bad "rcopy: the server never listened"
+in_ns $b rcopy "$dir/src.bin" "$net.1:$dir/dst.bin" -p $port >"$PAIR_DIR/cli" 2>&1
+expect_status 0 $? "rcopy client"
+stop_job $srv
+wait $srv 2>/dev/null
+if cmp -s "$dir/src.bin" "$dir/dst.bin"; then ok; else bad "rcopy: the copy differs from its source"; fi
+port=$((port + 1))
+in_ns $a udpong -b $net.1 -p $port -T e -C 200 -S 1000 >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen $port udp || bad "udpong: the server never bound its port"
+in_ns $b udpong -s $net.1 -p $port -T e -C 200 -S 1000 >"$PAIR_DIR/cli" 2>&1
+expect_status 0 $? "udpong client"
+expect_match "$(cat "$PAIR_DIR/cli")" '^custom +1000 +400 ' "udpong echoes its 200 datagrams"
+stop_job $srv
+wait $srv 2>/dev/null
 # A CM MAD no CM could have sent (bad_mad.py: a REQ whose body is all 0)
 # is dropped, counted and left unanswered by the process that holds port
 # 4791 in a; before, it was answered with a REJ.
