@@ -192,7 +192,7 @@ static void finish_recv(struct uro_qp *qp, enum ibv_wc_status status, enum ibv_w
 	}
 	rq->has_recv = 0;
 	/* Errors complete whether solicited or not. */
-	uro_deliver(rq->side.peer, rq->side.cq, &e, pkt ? pkt->se : 1);
+	uro_deliver(rq->recv_side.peer, rq->recv_side.cq, &e, pkt ? pkt->se : 1);
 }
 
 /* The receive's completion in error; the QP enters ERR (IBTA 9.9.3.1.2). */
@@ -227,6 +227,7 @@ static enum result take_recv(struct uro_context *ctx, struct uro_qp *qp)
 		return R_RNR;
 	}
 	rq->has_recv = 1;
+	rq->recv_side = rq->side;
 	return R_OK;
 }
 
@@ -245,8 +246,9 @@ static enum result place(struct uro_context *ctx, struct uro_qp *qp,
 	if (!pkt->payload_len)
 		return R_OK;
 	uro_holds_init(&h, 0);
-	if (uro_hold_sges(rq->side.peer, rq->recv.sge, rq->recv.num_sge, &h) ||
-	    uro_sge_iov(rq->side.peer, uro_recv_pd(rq->side.peer, rq->side.srq, rq->side.pd),
+	if (uro_hold_sges(rq->recv_side.peer, rq->recv.sge, rq->recv.num_sge, &h) ||
+	    uro_sge_iov(rq->recv_side.peer,
+			uro_recv_pd(rq->recv_side.peer, rq->recv_side.srq, rq->recv_side.pd),
 			rq->recv.sge, rq->recv.num_sge, 1, riov, &nr, &cap)) {
 		uro_release(&h);
 		/* As the shared-memory path's copy: a key gone before the first
@@ -260,7 +262,7 @@ static enum result place(struct uro_context *ctx, struct uro_qp *qp,
 		return recv_error(ctx, qp, IBV_WC_LOC_LEN_ERR, R_NAK_INV);
 	}
 	nd = uro_iov_slice(riov, nr, rq->off, pkt->payload_len, dst);
-	err = uro_remote_copy(rq->side.peer, 1, &src, 1, dst, nd, pkt->payload_len, &h);
+	err = uro_remote_copy(rq->recv_side.peer, 1, &src, 1, dst, nd, pkt->payload_len, &h);
 	uro_release(&h);
 	/* Registered but no longer mapped: the shared-memory path's status. */
 	if (err)
@@ -289,7 +291,7 @@ static enum result send_packet(struct uro_context *ctx, struct uro_qp *qp,
 		return R_OK;
 	/* The responder invalidates the window first (IBTA 10.6.7.2.3). */
 	if ((pkt->op->hdrs & HDR_IETH) &&
-	    uro_mw_invalidate(rq->side.peer, rq->side.pd, qp->pub->qpn, pkt->inv_rkey))
+	    uro_mw_invalidate(rq->recv_side.peer, rq->recv_side.pd, qp->pub->qpn, pkt->inv_rkey))
 		return recv_error(ctx, qp, IBV_WC_LOC_PROT_ERR, R_NAK_OP);
 	rq->in_send = 0;
 	finish_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)rq->off, pkt);

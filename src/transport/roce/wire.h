@@ -211,8 +211,9 @@ struct uro_wire_rq {
 	/* The message being received: a SEND's receive and where it is, or a
 	 * WRITE's key and address. */
 	int in_send, in_write, has_recv;
-	struct uro_wire_side side; /* the packet being executed's */
-	uint32_t xrc_srqn;	   /* the SRQ an XRC target's message is for */
+	struct uro_wire_side side;	/* the packet being executed's */
+	struct uro_wire_side recv_side; /* the kept receive's: where it lands */
+	uint32_t xrc_srqn;		/* the SRQ an XRC target's message is for */
 	struct uro_recv recv;
 	uint64_t off;
 	uint32_t rkey;
