@@ -49,7 +49,7 @@ static void header_for(struct uro_roce_packet *pkt, const struct uro_qp *qp,
 {
 	uro_wire_header(pkt, uro_wire_code(op, uro_wire_transport(qp), pos, extra),
 			qp->attr.dest_qp_num, psn);
-	pkt->xrc_srqn = q->p.wr.qp_type.xrc.remote_srqn & URO_PSN_MASK;
+	pkt->xrc_srqn = q->p.wr.qp_type.xrc.remote_srqn & 0xffffff; /* 24 bits */
 }
 
 /* Sends a request that carries no payload (a READ request, an atomic)
