@@ -98,8 +98,12 @@ xsrq() {
 		expect_match "$(cat "$PAIR_DIR/cli")" '^success$' "$what reports success"
 	srqns "$PAIR_DIR/cli"
 }
-# The SRQ numbers the programs print, for the capture's check below.
-srqns() { grep -o 'SRQN [0-9a-f]*' "$@" | cut -d' ' -f2 >>"$dir/srqns"; }
+# The SRQ numbers and target QPs ibv_xsrq_pingpong prints, for the
+# capture's check below.
+srqns() {
+	grep -o 'SRQN [0-9a-f]*' "$@" | cut -d' ' -f2 >>"$dir/srqns"
+	grep -o 'QPN RECV [0-9a-f]*' "$@" | cut -d' ' -f3 >>"$dir/xrc_qpns"
+}
 xsrq "xsrq" -n 50
 xsrq "xsrq -e" -e -n 50
 xsrq "xsrq -s 4096 (a message of 4 packets)" -s 4096 -n 50
@@ -255,20 +259,25 @@ expect_match "$decoded" 'RC (Fetch Add|Compare Swap)' "tshark decodes atomics"
 expect_match "$decoded" 'RC Atomic Acknowledge' "tshark decodes atomic ACKs"
 expect_match "$decoded" 'RC RDMA Write' "tshark decodes RDMA WRITEs"
 # XRC: Debian 12's tshark (Wireshark 4.0) names no XRC opcode, but gives
-# the BTH's opcode and the UDP payload, whose bytes 12-15 are a request's
-# XRCETH: a reserved 0, then an SRQ number one of the programs printed.
+# the BTH's opcode and the UDP payload. A request to one of
+# ibv_xsrq_pingpong's target QPs (BTH bytes 5-7) has its XRCETH in bytes
+# 12-15: a reserved 0, then an SRQ number the programs printed
+# (rdma_xclient prints none, so its requests are counted, not checked).
 # Responses (0xad-0xb2) carry none.
 xrc=$(tshark -r "$dir/wire.pcap" -Y 'infiniband.bth.opcode >= 0xa0 && infiniband.bth.opcode <= 0xb7' \
 	-T fields -e infiniband.bth.opcode -e udp.payload 2>/dev/null |
-	awk -v known="$(sort -u "$dir/srqns" | tr '\n' ' ')" '
-		BEGIN { n = split(known, k, " "); for (i = 1; i <= n; i++) srqn[k[i]] = 1 }
+	awk -v known="$(sort -u "$dir/srqns" | tr '\n' ' ')" \
+		-v targets="$(sort -u "$dir/xrc_qpns" | tr '\n' ' ')" '
+		BEGIN { n = split(known, k, " "); for (i = 1; i <= n; i++) srqn[k[i]] = 1
+			n = split(targets, k, " "); for (i = 1; i <= n; i++) tgt[k[i]] = 1 }
 		$1 >= 173 && $1 <= 178 { responses++; acks += $1 == 177; next }
-		{ requests++; middles += $1 == 161; x = substr($2, 25, 8)
+		{ requests++; middles += $1 == 161; x = substr($2, 25, 8) }
+		substr($2, 11, 6) in tgt { checked++
 		  if (substr(x, 1, 2) != "00" || !(substr(x, 3, 6) in srqn)) bad++ }
-		END { printf "XRC requests %d (SEND middles %d), responses %d (ACKs %d), XRCETH not a known SRQ %d\n",
-			requests, middles, responses, acks, bad }')
+		END { printf "XRC requests %d (SEND middles %d), responses %d (ACKs %d); to xsrq targets %d, XRCETH not a known SRQ %d\n",
+			requests, middles, responses, acks, checked, bad }')
 echo "$xrc"
-expect_match "$xrc" '^XRC requests [1-9][0-9]* \(SEND middles [1-9][0-9]*\), responses [1-9][0-9]* \(ACKs [1-9][0-9]*\), XRCETH not a known SRQ 0$' \
+expect_match "$xrc" '^XRC requests [1-9][0-9]* \(SEND middles [1-9][0-9]*\), responses [1-9][0-9]* \(ACKs [1-9][0-9]*\); to xsrq targets [1-9][0-9]*, XRCETH not a known SRQ 0$' \
 	"XRC SENDs, segmented too, each naming an SRQ, and XRC ACKs on the wire"
 mcast=$(tshark -r "$dir/wire.pcap" -Y 'ip.dst == 239.18.0.1 && infiniband.bth.destqp == 0xffffff' \
 	2>/dev/null | wc -l)
