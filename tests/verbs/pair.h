@@ -151,6 +151,15 @@ static inline int qp_connect(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t rnr
 	return qp_connect_to(qp, remote_qpn, rnr_retry, min_rnr_timer, &gid);
 }
 
+/* The QP's state as ibv_query_qp(3) reports it. */
+static inline enum ibv_qp_state state_of(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+
+	return ibv_query_qp(qp, &a, IBV_QP_STATE, &i) ? IBV_QPS_UNKNOWN : a.qp_state;
+}
+
 /* Polls until one completion arrives or about a second passes. */
 static inline int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 {

@@ -15,10 +15,8 @@
 #include <unistd.h>
 
 #include "../check.h"
-#include "icrc.h"
-#include "packet.h"
 #include "pair.h"
-#include "wire_opcode.h"
+#include "peer_packet.h"
 
 #define MTU 1024
 
@@ -26,37 +24,21 @@ static struct side S;
 static const struct ibv_qp_cap CAP = {
     .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1};
 static int sock;
-static struct sockaddr_in from, to;
+static struct sockaddr_in from;
 
 /* Sends one request packet of MTU bytes of payload to qpn. */
 static void send_packet(uint8_t opcode, uint32_t qpn, uint32_t psn, uint32_t srqn)
 {
 	static uint8_t payload[MTU];
-	uint8_t ip[URO_ROCE_IPV4_UDP_LEN + 64 + MTU];
 	struct uro_roce_packet p = {.opcode = opcode,
-				    .op = uro_wire_opcode(opcode),
 				    .pkey = 0xffff,
 				    .dest_qp = qpn,
 				    .psn = psn,
 				    .xrc_srqn = srqn,
 				    .payload = payload,
 				    .payload_len = MTU};
-	size_t tlen = uro_roce_build(&p, ip + URO_ROCE_IPV4_UDP_LEN);
 
-	uro_roce_ipv4_udp(ip, from.sin_addr.s_addr, to.sin_addr.s_addr, from.sin_port,
-			  tlen + URO_ROCE_ICRC_LEN);
-	uro_roce_icrc_put(ip, 20, URO_ROCE_IPV4_UDP_LEN + tlen);
-	CHECK_EQ(sendto(sock, ip + URO_ROCE_IPV4_UDP_LEN, tlen + URO_ROCE_ICRC_LEN, 0,
-			(struct sockaddr *)&to, sizeof(to)),
-		 (ssize_t)(tlen + URO_ROCE_ICRC_LEN));
-}
-
-static enum ibv_qp_state state_of(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr i;
-
-	return ibv_query_qp(qp, &a, IBV_QP_STATE, &i) ? IBV_QPS_UNKNOWN : a.qp_state;
+	CHECK(peer_send(sock, &p, from.sin_addr.s_addr, from.sin_port) > 0);
 }
 
 static void expect(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status)
@@ -142,9 +124,8 @@ int main(void)
 		return check_report();
 	CHECK_EQ(qp_connect(S.qp, 0x777, 7, 1), 0);
 	sock = socket(AF_INET, SOCK_DGRAM, 0);
-	from.sin_family = to.sin_family = AF_INET;
-	from.sin_addr.s_addr = to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	to.sin_port = htons(URO_ROCE_PORT);
+	from.sin_family = AF_INET;
+	from.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	CHECK(sock >= 0 && !bind(sock, (struct sockaddr *)&from, sizeof(from)) &&
 	      !getsockname(sock, (struct sockaddr *)&from, &len));
 	RUN(test_rc(), 30);

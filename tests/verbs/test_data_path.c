@@ -59,15 +59,6 @@ static int post(struct side *s, enum ibv_wr_opcode op, void *local, uint32_t len
 	return ibv_post_send(s->qp, &wr, &bad);
 }
 
-static enum ibv_qp_state state_of(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr i;
-
-	ibv_query_qp(qp, &a, IBV_QP_STATE, &i);
-	return a.qp_state;
-}
-
 static void test_send_recv(void)
 {
 	struct ibv_send_wr wr, *bad;

@@ -16,10 +16,8 @@
 #include <unistd.h>
 
 #include "../check.h"
-#include "icrc.h"
-#include "packet.h"
 #include "pair.h"
-#include "wire_opcode.h"
+#include "peer_packet.h"
 
 #define PEER_QPN  0x123
 #define FIRST_PSN 100
@@ -66,28 +64,16 @@ static int connect_to_peer(struct ibv_qp *qp)
 }
 
 /* An ACK (syndrome 0) or a sequence-error NAK (0x60) for psn, from the
- * peer's socket fd to the QP's port 4791 on 127.0.0.1. */
+ * peer's socket fd (127.0.0.2:4791). */
 static void answer(int fd, uint8_t syndrome, uint32_t psn)
 {
 	struct uro_roce_packet p = {.opcode = 0x11 /* RC Acknowledge */,
 				    .pkey = 0xffff,
 				    .dest_qp = S.qp->qp_num,
-				    .psn = psn};
-	struct sockaddr_in to = {.sin_family = AF_INET,
-				 .sin_port = htons(URO_ROCE_PORT),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	uint8_t buf[256];
-	size_t tlen;
+				    .psn = psn,
+				    .aeth.syndrome = syndrome};
 
-	p.op = uro_wire_opcode(p.opcode);
-	p.aeth.syndrome = syndrome;
-	tlen = uro_roce_build(&p, buf + URO_ROCE_IPV4_UDP_LEN);
-	uro_roce_ipv4_udp(buf, htonl(0x7f000002), htonl(INADDR_LOOPBACK), htons(URO_ROCE_PORT),
-			  tlen + URO_ROCE_ICRC_LEN);
-	uro_roce_icrc_put(buf, 20, URO_ROCE_IPV4_UDP_LEN + tlen);
-	CHECK_EQ(sendto(fd, buf + URO_ROCE_IPV4_UDP_LEN, tlen + URO_ROCE_ICRC_LEN, 0,
-			(struct sockaddr *)&to, sizeof(to)),
-		 (ssize_t)(tlen + URO_ROCE_ICRC_LEN));
+	CHECK(peer_send(fd, &p, htonl(0x7f000002), htons(URO_ROCE_PORT)) > 0);
 }
 
 /* The PSN of the next request that reaches the peer, or -1 after 2 s. */
