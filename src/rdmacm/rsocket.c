@@ -16,6 +16,7 @@
 #define RS_ESTABLISH_MS 10000
 #define RS_DRAIN_MS	2000
 #define RS_BACKLOG_MAX	128
+#define RS_CONN_PDATA	(RS_AF_IB_HDR + sizeof(struct rs_conn_data))
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rsock **table;
@@ -105,8 +106,7 @@ static struct rsock *rs_new(void)
 	}
 	(void)fcntl(rs->ch->fd, F_SETFL, fcntl(rs->ch->fd, F_GETFL) | O_NONBLOCK);
 	rs->fd = rs->ch->fd;
-	rs->inline_size = 64;
-	rs->iomapsize = 0;
+	rs->inline_size = RS_INLINE_DEF;
 	pthread_mutex_init(&rs->lock, NULL);
 	return rs;
 }
@@ -127,18 +127,6 @@ static void rs_free(struct rsock *rs)
 	rs_destroy_resources(rs);
 	if (rs->id)
 		rdma_destroy_id(rs->id);
-	while (rs->peer_maps) {
-		struct rs_iomap *m = rs->peer_maps;
-
-		rs->peer_maps = m->next;
-		free(m);
-	}
-	while (rs->local_maps) {
-		struct rs_iomap *m = rs->local_maps;
-
-		rs->local_maps = m->next;
-		free(m);
-	}
 	rdma_destroy_event_channel(rs->ch);
 	pthread_mutex_destroy(&rs->lock);
 	free(rs);
@@ -238,17 +226,18 @@ void rs_listen_advance(struct rsock *rs)
 
 	while (rdma_get_cm_event(rs->ch, &e) == 0) {
 		struct rdma_cm_id *id = e->id;
-		struct rs_hello h;
-		int take = e->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
-			   !rs_hello_valid(e->param.conn.private_data,
-					   e->param.conn.private_data_len, &h) &&
-			   rs->npending < rs->backlog;
+		struct rs_conn_data peer;
+		int take =
+		    e->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+		    !rs_conn_data_valid(e->param.conn.private_data, e->param.conn.private_data_len,
+					rs_conn_offset(id), &peer) &&
+		    rs->npending < rs->backlog;
 		int refuse = e->event == RDMA_CM_EVENT_CONNECT_REQUEST && !take;
 
 		rdma_ack_cm_event(e);
 		if (take) {
 			rs->pending[rs->npending].id = id;
-			rs->pending[rs->npending++].hello = h;
+			rs->pending[rs->npending++].peer = peer;
 		}
 		if (refuse) {
 			rdma_reject(id, NULL, 0);
@@ -257,16 +246,23 @@ void rs_listen_advance(struct rsock *rs)
 	}
 }
 
-static void conn_param(struct rsock *rs, struct rdma_conn_param *p, struct rs_hello *h)
+/* The REQ's or REP's parameters, with our connection data in buf, after
+ * rdma_cm's header on AF_IB (offset). */
+static void conn_param(struct rsock *rs, struct rdma_conn_param *p, uint8_t *buf, size_t offset)
 {
-	rs_hello_of(rs, h);
+	struct rs_conn_data mine;
+
+	rs_conn_data_of(rs, &mine);
+	memset(buf, 0, offset);
+	memcpy(buf + offset, &mine, sizeof(mine));
 	memset(p, 0, sizeof(*p));
-	p->private_data = h;
-	p->private_data_len = sizeof(*h);
+	p->private_data = buf;
+	p->private_data_len = (uint8_t)(offset + sizeof(mine));
 	p->responder_resources = 1;
 	p->initiator_depth = 1;
+	p->flow_control = 1;
 	p->retry_count = 7;
-	p->rnr_retry_count = 7; /* control messages wait for a slot, never fail */
+	p->rnr_retry_count = 7; /* control messages wait for a receive, never fail */
 }
 
 /* The accepted side waits for the RTU: data may flow only then. */
@@ -319,7 +315,7 @@ static struct rsock *accept_one(const struct rsock *opts, const struct rs_pendin
 	struct rsock *rs = rs_new();
 	struct rdma_cm_id *id = req->id;
 	struct rdma_conn_param p;
-	struct rs_hello mine;
+	uint8_t pdata[RS_CONN_PDATA];
 	int err;
 
 	if (!rs) {
@@ -334,11 +330,12 @@ static struct rsock *accept_one(const struct rsock *opts, const struct rs_pendin
 	rs->nodelay = opts->nodelay;
 	rs->inline_size = opts->inline_size;
 	rs->iomapsize = opts->iomapsize;
-	if (rdma_migrate_id(id, rs->ch) || rs_create_resources(rs))
+	rs->sqsize = opts->sqsize;
+	rs->rqsize = opts->rqsize;
+	if (rdma_migrate_id(id, rs->ch) || rs_create_resources(rs) || rs_set_peer(rs, &req->peer))
 		goto fail;
 	id->context = rs;
-	rs_set_peer(rs, &req->hello);
-	conn_param(rs, &p, &mine);
+	conn_param(rs, &p, pdata, 0); /* a REP's: no header on AF_IB either */
 	rs->state = RS_CONNECTING;
 	if (rdma_accept(id, &p) || wait_established(rs) || table_put(rs))
 		goto fail;
@@ -394,7 +391,8 @@ static void connect_failed(struct rsock *rs, int err)
 static void connect_event(struct rsock *rs, const struct rdma_cm_event *e)
 {
 	struct rdma_conn_param p;
-	struct rs_hello mine, peer;
+	uint8_t pdata[RS_CONN_PDATA];
+	struct rs_conn_data peer;
 
 	switch (e->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -404,20 +402,24 @@ static void connect_event(struct rsock *rs, const struct rdma_cm_event *e)
 			rs->state = RS_RESOLVING_ROUTE;
 		return;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		conn_param(rs, &p, &mine);
-		if (rs_create_resources(rs) || rdma_connect(rs->id, &p))
+		if (rs_create_resources(rs)) {
+			connect_failed(rs, errno);
+			return;
+		}
+		conn_param(rs, &p, pdata, rs_conn_offset(rs->id));
+		if (rdma_connect(rs->id, &p))
 			connect_failed(rs, errno);
 		else
 			rs->state = RS_CONNECTING;
 		return;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (rs_hello_valid(e->param.conn.private_data, e->param.conn.private_data_len,
-				   &peer)) {
+		if (rs_conn_data_valid(e->param.conn.private_data, e->param.conn.private_data_len,
+				       0, &peer) ||
+		    rs_set_peer(rs, &peer)) {
 			rdma_disconnect(rs->id);
 			connect_failed(rs, EPROTO); /* not an rsocket at the other end */
 			return;
 		}
-		rs_set_peer(rs, &peer);
 		rs->state = RS_CONNECTED;
 		return;
 	case RDMA_CM_EVENT_ADDR_ERROR:
@@ -487,23 +489,35 @@ URO_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t addrl
 	return err ? -1 : 0;
 }
 
-/* FIN, once: the peer reads to the end of the stream, then 0. */
+/* A control code to the peer, waiting (a second at most) for one of the
+ * few control messages that may be in flight. */
+static void send_ctrl(struct rsock *rs, enum rs_ctrl code)
+{
+	for (int tries = 0; !rs->disconnected && !rs->peer_closed && tries < 100; tries++) {
+		if (rs_send_ctrl(rs, code) == 0)
+			return;
+		rs_wait(rs, 10);
+	}
+}
+
+/* SHUTDOWN, once: the peer reads to the end of the stream, then 0. */
 static void send_fin(struct rsock *rs)
 {
-	for (int tries = 0; !rs->fin_sent && !rs->disconnected && tries < 100; tries++) {
-		if (rs_send_ctrl(rs, RS_MSG_FIN, NULL, 0) == 0)
-			rs->fin_sent = 1;
-		else
-			rs_wait(rs, 10);
-	}
+	if (!rs->fin_sent)
+		send_ctrl(rs, RS_CTRL_SHUTDOWN);
 	rs->fin_sent = 1;
 }
 
-/* What was sent is delivered before the CM moves the QP to ERR. */
+/* DISCONNECT, and what was sent is delivered before the CM moves the QP
+ * to ERR. A peer that sent its own DISCONNECT reads nothing more, and may
+ * have moved its QP to ERR already (librdmacm's rshutdown does). */
 static void disconnect(struct rsock *rs)
 {
-	send_fin(rs);
-	(void)rs_drain_sends(rs, RS_DRAIN_MS);
+	if (!rs->peer_closed) {
+		send_ctrl(rs, RS_CTRL_DISCONNECT);
+		(void)rs_drain_sends(rs, RS_DRAIN_MS);
+	}
+	rs->fin_sent = 1;
 	if (!rs->disconnected)
 		rdma_disconnect(rs->id);
 	rs->disconnected = 1;

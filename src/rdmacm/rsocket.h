@@ -1,15 +1,12 @@
 /* rsockets (rsocket(7)): a byte stream over an RC QP that the CM connects,
- * with the socket calls' names prefixed by r. The descriptor a program
- * holds is the fd of the rsocket's own CM event channel: a real fd, so
- * that it never collides with the program's others, and one rpoll can
- * sleep on.
+ * and datagrams over UD, with the socket calls' names prefixed by r. The
+ * descriptor a program holds is the fd of the rsocket's own CM event
+ * channel (a datagram rsocket's: its UDP socket): a real fd, so that it
+ * never collides with the program's others, and one rpoll can sleep on.
  *
- * The protocol is uroce's own (docs/rsockets.md): both ends must be
- * uroce. Each end posts receive slots of RS_SEG bytes; a SEND with
- * immediate data carries up to a slot of the stream, and the immediate
- * says what the message is and returns the sender's freed slots
- * (credits) to the peer, so that a sender never overruns the receiver's
- * posted receives. */
+ * A stream speaks rdma-core's protocol (rsocket_wire.h): each end grants
+ * the other halves of a receive ring, and the sender writes the stream
+ * into them with RDMA WRITEs with immediate data. */
 #ifndef URO_RSOCKET_H
 #define URO_RSOCKET_H
 
@@ -21,45 +18,70 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define RS_SEG	      (32u << 10) /* bytes a message carries */
-#define RS_SLOTS_MIN  4
-#define RS_SLOTS_MAX  64
-#define RS_SLOTS_DEF  8		  /* 256 KiB each way unless SO_SNDBUF/SO_RCVBUF say */
-#define RS_CTRL	      8		  /* receives beyond the data credits, and control sends */
-#define RS_CTRL_BYTES 64	  /* a control message's payload at most */
-#define RS_MAGIC      0x55525331u /* "URS1" */
+#include "rsocket_wire.h"
 
-/* What a message is: the immediate's top byte (the rest: credits). */
-enum rs_msg {
-	RS_MSG_DATA = 1,   /* stream bytes */
-	RS_MSG_CREDIT = 2, /* only credits */
-	RS_MSG_FIN = 3,	   /* the sender will send no more (rshutdown SHUT_WR) */
-	RS_MSG_IOMAP = 4,  /* a region riowrite may write (struct rs_iomap_msg) */
+#define RS_QP_MIN     16 /* send and receive queue sizes: rdma-core's bounds */
+#define RS_QP_MAX     0xfffe
+#define RS_QP_DEF     384
+#define RS_BUF_DEF    (128u << 10) /* each way, unless SO_SNDBUF/SO_RCVBUF say */
+#define RS_BUF_MIN    (4u << 10)
+#define RS_BUF_MAX    (64u << 20)
+#define RS_INLINE_DEF 64
+
+/* A region of ours the peer may write (riomap): its entry in the peer's
+ * table. */
+struct rs_local_map {
+	struct rs_local_map *next;
+	uint32_t index;
+	uint64_t offset;
+	struct ibv_mr *mr;
 };
 
-/* The private data of the CM's REQ and REP: what each end takes. */
-struct rs_hello {
-	uint32_t magic;
-	uint32_t slots; /* receive slots for data: the peer's first credits */
-	uint32_t seg;	/* bytes each takes */
+/* An iomap entry on its way to the peer's table. */
+struct rs_map_msg {
+	struct rs_map_msg *next;
+	uint32_t index;
+	struct rs_iomap_entry e; /* in the peer's order */
 };
 
-struct rs_iomap_msg {
-	uint64_t offset, addr, len;
-	uint32_t rkey;
-	uint32_t pad;
-};
+/* A connected stream (rsocket_stream.c). Sequence numbers are 16 bits, as
+ * on the wire. */
+struct rs_stream {
+	uint32_t sq_size, rq_size, inline_size;
 
-struct rs_iomap {
-	struct rs_iomap *next;
-	uint64_t offset, addr, len;
-	uint32_t rkey;
-	struct ibv_mr *mr; /* ours; NULL for the peer's */
+	/* Sending: a ring the bytes are copied into, send WRs, the peer's
+	 * grants and its credits. */
+	uint32_t sbuf_size, sbuf_head, sbuf_avail, sqe_avail;
+	uint32_t ctrl_sent, ctrl_done; /* control messages posted, completed */
+	uint16_t sseq_no, sseq_comp;   /* data messages sent; the peer's limit */
+	struct rs_sge grant[RS_SGL_ENTRIES];
+	unsigned grant_cur;	  /* the grant being written into */
+	unsigned grant_next;	  /* the entry the peer's next grant fills */
+	struct rs_sge peer_sgl;	  /* the peer's grant table: length in entries */
+	struct rs_sge peer_iomap; /* the peer's iomap table: length in entries */
+	unsigned peer_sge;	  /* the entry our next grant fills */
+	int swap;		  /* the peer's byte order is not ours */
+
+	/* Receiving: the ring, the messages in it, and what we granted. */
+	struct ibv_mr *tmr;
+	uint8_t *table;		      /* our grant table, then our iomap table */
+	unsigned niomap;	      /* our iomap table's entries */
+	struct rs_iomap_entry *iomap; /* the peer's maps, as its entries said */
+	uint32_t rbuf_size, rx_off;   /* the ring; where its first unread byte is */
+	uint32_t rbuf_avail;	      /* bytes read and not granted again */
+	uint32_t rbuf_free;	      /* where the next grant starts */
+	uint16_t rseq_no, rseq_comp;  /* messages read; when to give credits */
+	uint32_t *rmsg;		      /* queued data messages' lengths, a ring */
+	uint32_t rmsg_cap, rmsg_head, rmsg_tail, rx_part;
+	uint64_t queued; /* bytes written into the ring, not read */
+
+	struct rs_local_map *maps;
+	struct rs_map_msg *unsent;
 };
 
 struct rs_pending {
 	struct rdma_cm_id *id;
-	struct rs_hello hello;
+	struct rs_conn_data peer;
 };
 
 enum rs_state {
@@ -88,8 +110,9 @@ struct rsock {
 	struct rs_pending *pending;
 	unsigned npending, backlog;
 
-	/* Options, as set (rsetsockopt); most only read back. */
+	/* Options, as set (rsetsockopt); some only read back. */
 	int sndbuf, rcvbuf, nodelay, keepalive, keepidle, reuseaddr, inline_size, iomapsize;
+	int sqsize, rqsize;
 
 	/* The connection. */
 	struct ibv_comp_channel *cc;
@@ -97,20 +120,17 @@ struct rsock {
 	struct ibv_pd *pd;
 	struct ibv_mr *smr, *rmr;
 	uint8_t *sbuf, *rbuf;
-	uint32_t nsend, nrecv;	       /* data slots each way */
-	uint32_t seg;		       /* bytes a data message carries: the peer's slot */
-	uint32_t send_head, send_tail; /* data slots in flight, a ring */
-	uint32_t ctrl_head, ctrl_tail; /* control sends in flight, a ring */
-	uint32_t credits;	       /* data messages the peer can take now */
-	uint32_t unreturned;	       /* our slots freed, not yet told */
-	/* Data received, in order: slot numbers, their lengths, and how far
-	 * the first has been read. */
+	/* A datagram rsocket's slots (rsocket_dgram.c). */
+	uint32_t nsend, nrecv;
+	uint32_t send_head, send_tail;
 	uint32_t *rx_slot, *rx_len;
-	uint32_t rx_head, rx_tail, rx_off;
-	int peer_fin;	  /* FIN came: end of stream once the queue is read */
+	uint32_t rx_head, rx_tail;
+
+	struct rs_stream st;
+	int peer_fin;	  /* the peer sends no more: end of stream once read */
+	int peer_closed;  /* nor receives (its RS_CTRL_DISCONNECT) */
 	int fin_sent;	  /* rshutdown(SHUT_WR) */
 	int disconnected; /* the CM or the QP says the connection is gone */
-	struct rs_iomap *local_maps, *peer_maps;
 };
 
 /* The rsocket of a descriptor, locked; NULL with errno EBADF. */
@@ -119,22 +139,26 @@ void rs_put(struct rsock *rs);
 
 /* rsocket_stream.c */
 int rs_create_resources(struct rsock *rs);
-void rs_set_peer(struct rsock *rs, const struct rs_hello *peer);
+int rs_set_peer(struct rsock *rs, const struct rs_conn_data *peer);
 void rs_destroy_resources(struct rsock *rs);
-void rs_hello_of(const struct rsock *rs, struct rs_hello *h);
-int rs_hello_valid(const void *pdata, uint8_t len, struct rs_hello *h);
+void rs_conn_data_of(const struct rsock *rs, struct rs_conn_data *c);
+size_t rs_conn_offset(struct rdma_cm_id *id);
+int rs_conn_data_valid(const void *pdata, uint8_t len, size_t offset, struct rs_conn_data *c);
 void rs_progress(struct rsock *rs);
 int rs_wait(struct rsock *rs, int timeout_ms);
 int rs_arm(struct rsock *rs);
 void rs_drain_events(struct rsock *rs);
-int rs_send_ctrl(struct rsock *rs, enum rs_msg type, const void *payload, uint32_t len);
+int rs_send_ctrl(struct rsock *rs, enum rs_ctrl code);
 int rs_drain_sends(struct rsock *rs, int timeout_ms);
 ssize_t rs_send(struct rsock *rs, const void *buf, size_t len, int flags);
 ssize_t rs_recv(struct rsock *rs, void *buf, size_t len, int flags);
-ssize_t rs_write_remote(struct rsock *rs, const void *buf, size_t len, uint64_t addr, uint32_t rkey,
-			int flags);
+int rs_queue_map(struct rsock *rs, uint32_t index, uint64_t offset, uint64_t addr, uint32_t key,
+		 uint32_t len);
+int rs_flush_maps(struct rsock *rs, int flags);
+ssize_t rs_write_direct(struct rsock *rs, const void *buf, size_t len, uint64_t offset, int flags);
 int rs_readable(const struct rsock *rs);
 int rs_writable(const struct rsock *rs);
+uint32_t rs_buf_size(int set);
 
 /* rsocket_dgram.c */
 int rs_dgram_new(struct rsock *rs, int domain);

@@ -2,7 +2,11 @@
  * part of its memory for the peer to write into, and the peer writes it
  * with RDMA WRITEs, in order with the stream (one RC QP carries both), so
  * that what is sent after a riowrite arrives after the bytes it wrote.
- * The map and unmap go to the peer as control messages. */
+ *
+ * A map is an entry of the peer's iomap table, as in librdmacm: the peer
+ * says at connect how many entries it holds (RDMA_IOMAPSIZE, none unless
+ * set), and each entry goes to it as a write into the table before the
+ * next bytes of the stream (rsocket_stream.c, rs_flush_maps). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -10,46 +14,54 @@
 #include "cm.h"
 #include "rsocket.h"
 
-static uint64_t next_offset(const struct rsock *rs)
+/* The lowest entry of the peer's table no map of ours holds, or -1. */
+static int free_index(const struct rsock *rs)
 {
-	uint64_t end = 0;
+	for (uint32_t i = 0; i < rs->st.peer_iomap.length; i++) {
+		const struct rs_local_map *m = rs->st.maps;
 
-	for (const struct rs_iomap *m = rs->local_maps; m; m = m->next)
-		if (m->offset + m->len > end)
-			end = m->offset + m->len;
-	return end;
-}
-
-static unsigned count_maps(const struct rsock *rs)
-{
-	unsigned n = 0;
-
-	for (const struct rs_iomap *m = rs->local_maps; m; m = m->next)
-		n++;
-	return n;
-}
-
-/* Tells the peer of a map (len > 0) or that the one at offset is gone. */
-static int announce(struct rsock *rs, const struct rs_iomap *m, uint64_t len)
-{
-	struct rs_iomap_msg msg = {
-	    .offset = m->offset, .addr = m->addr, .len = len, .rkey = m->mr ? m->mr->rkey : 0};
-
-	for (int tries = 0; tries < 100; tries++) {
-		if (rs_send_ctrl(rs, RS_MSG_IOMAP, &msg, sizeof(msg)) == 0)
-			return 0;
-		if (errno != EAGAIN)
-			return -1;
-		rs_wait(rs, 10);
+		while (m && m->index != i)
+			m = m->next;
+		if (!m)
+			return (int)i;
 	}
-	errno = EAGAIN;
 	return -1;
+}
+
+static int map(struct rsock *rs, void *buf, size_t len, off_t *offset)
+{
+	struct rs_local_map *m;
+	int index = free_index(rs);
+
+	if (index < 0 || len > UINT32_MAX) {
+		errno = index < 0 ? ENOMEM : EINVAL;
+		return -1;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -1;
+	/* Offset -1: the buffer's address names it (riomap(3)). */
+	m->offset = *offset == -1 ? (uintptr_t)buf : (uint64_t)*offset;
+	m->index = (uint32_t)index;
+	m->mr = ibv_reg_mr(rs->pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!m->mr ||
+	    rs_queue_map(rs, m->index, m->offset, (uintptr_t)buf, m->mr->rkey, (uint32_t)len)) {
+		if (m->mr)
+			ibv_dereg_mr(m->mr);
+		free(m);
+		return -1;
+	}
+	m->next = rs->st.maps;
+	rs->st.maps = m;
+	*offset = (off_t)m->offset;
+	/* Sent now if it can be; else before the next bytes of the stream. */
+	(void)rs_flush_maps(rs, MSG_DONTWAIT);
+	return 0;
 }
 
 URO_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset)
 {
 	struct rsock *rs = rs_get(socket);
-	struct rs_iomap *m;
 	int err = 0;
 
 	(void)flags;
@@ -59,87 +71,55 @@ URO_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags, 
 		err = ENOTCONN;
 	else if (prot != PROT_WRITE || !len || (offset < 0 && offset != -1))
 		err = EINVAL;
-	else if (rs->iomapsize > 0 && count_maps(rs) >= (unsigned)rs->iomapsize)
-		err = ENOMEM;
-	if (err)
-		goto out;
-	m = calloc(1, sizeof(*m));
-	if (!m) {
-		err = ENOMEM;
-		goto out;
-	}
-	m->offset = offset == -1 ? next_offset(rs) : (uint64_t)offset;
-	m->addr = (uintptr_t)buf;
-	m->len = len;
-	m->mr = ibv_reg_mr(rs->pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!m->mr || announce(rs, m, len)) {
+	else if (map(rs, buf, len, &offset))
 		err = errno;
-		if (m->mr)
-			ibv_dereg_mr(m->mr);
-		free(m);
-		goto out;
-	}
-	m->next = rs->local_maps;
-	rs->local_maps = m;
-	offset = (off_t)m->offset;
-out:
 	rs_put(rs);
 	errno = err;
 	return err ? -1 : offset;
 }
 
+/* The peer is told the entry is empty, so that its riowrite there fails
+ * with EINVAL rather than with a remote access error that ends the
+ * connection (librdmacm tells it nothing). */
 URO_EXPORT int riounmap(int socket, void *buf, size_t len)
 {
 	struct rsock *rs = rs_get(socket);
-	struct rs_iomap **p;
+	struct rs_local_map **p, *m;
 
 	if (!rs)
 		return -1;
-	for (p = &rs->local_maps; *p; p = &(*p)->next)
-		if ((*p)->addr == (uintptr_t)buf && (*p)->len == len)
+	for (p = &rs->st.maps; *p; p = &(*p)->next)
+		if ((*p)->mr->addr == buf && (*p)->mr->length == len)
 			break;
-	if (!*p) {
+	m = *p;
+	if (!m) {
 		rs_put(rs);
 		errno = EINVAL;
 		return -1;
 	}
-	struct rs_iomap *m = *p;
-
 	*p = m->next;
-	(void)announce(rs, m, 0);
+	if (!rs_queue_map(rs, m->index, 0, 0, 0, 0))
+		(void)rs_flush_maps(rs, MSG_DONTWAIT);
 	ibv_dereg_mr(m->mr);
 	free(m);
 	rs_put(rs);
 	return 0;
 }
 
-/* The peer's newest map that holds [offset, offset + len). */
-static const struct rs_iomap *peer_map(const struct rsock *rs, uint64_t offset, uint64_t len)
-{
-	for (const struct rs_iomap *m = rs->peer_maps; m; m = m->next)
-		if (offset >= m->offset && offset + len <= m->offset + m->len)
-			return m;
-	return NULL;
-}
-
 URO_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
 {
 	struct rsock *rs = rs_get(socket);
-	const struct rs_iomap *m;
 	ssize_t n;
 
 	if (!rs)
 		return (size_t)-1;
-	if (rs->state == RS_CONNECTED) /* a stream's: a datagram rsocket has none */
-		rs_progress(rs);       /* the peer's maps that came */
-	m = offset >= 0 ? peer_map(rs, (uint64_t)offset, count) : NULL;
-	if (rs->state != RS_CONNECTED || !m) {
-		errno = rs->state != RS_CONNECTED ? ENOTCONN : EINVAL;
+	/* A datagram rsocket is never RS_CONNECTED: ENOTCONN. */
+	if (offset < 0) {
 		rs_put(rs);
+		errno = EINVAL;
 		return (size_t)-1;
 	}
-	n = rs_write_remote(rs, buf, count, m->addr + ((uint64_t)offset - m->offset), m->rkey,
-			    flags);
+	n = rs_write_direct(rs, buf, count, (uint64_t)offset, flags);
 	rs_put(rs);
 	return (size_t)n;
 }

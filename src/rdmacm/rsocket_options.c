@@ -1,9 +1,10 @@
-/* rsetsockopt, rgetsockopt and rfcntl (rsocket(3)): the buffer sizes
- * size the next connection's slots; O_NONBLOCK makes every call return
- * EAGAIN (or EINPROGRESS) where it would wait; SO_ERROR gives a
- * non-blocking connect's outcome. The others are kept and read back, as
- * rdma-core's rsockets keeps them, with no effect on an RC stream that
- * has no Nagle delay and no idle probes. */
+/* rsetsockopt, rgetsockopt and rfcntl (rsocket(3)): the buffer sizes,
+ * RDMA_SQSIZE, RDMA_RQSIZE, RDMA_INLINE and RDMA_IOMAPSIZE size the next
+ * connection; O_NONBLOCK makes every call return EAGAIN (or EINPROGRESS)
+ * where it would wait; SO_ERROR gives a non-blocking connect's outcome.
+ * The others are kept and read back, as rdma-core's rsockets keeps them,
+ * with no effect on an RC stream that has no Nagle delay and no idle
+ * probes. */
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -41,9 +42,31 @@ static int *option(struct rsock *rs, int level, int name)
 			return &rs->inline_size;
 		case RDMA_IOMAPSIZE:
 			return &rs->iomapsize;
+		case RDMA_SQSIZE:
+			return &rs->sqsize;
+		case RDMA_RQSIZE:
+			return &rs->rqsize;
 		}
 	}
 	return NULL;
+}
+
+/* A connection's queues are made when it starts: the SOL_RDMA sizes are
+ * refused from then on, as librdmacm refuses them. */
+static int sizes_fixed(const struct rsock *rs)
+{
+	return rs->state != RS_NEW && rs->state != RS_LISTENING;
+}
+
+/* What a stream's buffer option reads back: the size it makes, the one
+ * set doubled as a kernel socket's (socket(7)). */
+static int effective(const struct rsock *rs, const int *o)
+{
+	if (!rs->dg && (o == &rs->sndbuf || o == &rs->rcvbuf))
+		return (int)rs_buf_size(*o);
+	if (o == &rs->iomapsize)
+		return (int)rs_iomap_size_of(rs_iomap_scale(*o > 0 ? (unsigned)*o : 0));
+	return *o;
 }
 
 URO_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_t optlen)
@@ -53,15 +76,13 @@ URO_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optva
 
 	if (!rs)
 		return -1;
-	/* RDMA_ROUTE, SQSIZE and RQSIZE: the CM's route and our own slots
-	 * stand; they are taken and not used. */
-	if (level == SOL_RDMA &&
-	    (optname == RDMA_ROUTE || optname == RDMA_SQSIZE || optname == RDMA_RQSIZE)) {
+	/* RDMA_ROUTE: the CM's own route stands; it is taken and not used. */
+	if (level == SOL_RDMA && optname == RDMA_ROUTE) {
 		rs_put(rs);
 		return 0;
 	}
 	o = option(rs, level, optname);
-	if (!o || !optval || optlen < sizeof(int)) {
+	if (!o || !optval || optlen < sizeof(int) || (level == SOL_RDMA && sizes_fixed(rs))) {
 		errno = o ? EINVAL : ENOPROTOOPT;
 		ret = -1;
 	} else {
@@ -90,13 +111,14 @@ URO_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval, soc
 		o = &v;
 	} else {
 		o = option(rs, level, optname);
+		v = o ? effective(rs, o) : 0;
 	}
 	if (!o || !optval || !optlen || *optlen < sizeof(int)) {
 		rs_put(rs);
 		errno = o ? EINVAL : ENOPROTOOPT;
 		return -1;
 	}
-	memcpy(optval, o, sizeof(int));
+	memcpy(optval, &v, sizeof(int));
 	*optlen = sizeof(int);
 	rs_put(rs);
 	return 0;
