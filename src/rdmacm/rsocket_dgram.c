@@ -473,17 +473,14 @@ static ssize_t udp_send(struct rsock *rs, const struct rsd_dest *d, uint8_t op, 
 
 /* A datagram that came over UDP, queued to be read as one that came as a
  * UD SEND: its sender's address ahead in a ds_header, as librdmacm's
- * udp_svc_forward sends it to its own QP. With no UDP slot free it is
- * dropped, as UDP drops one that finds a full socket buffer. */
+ * udp_svc_forward sends it to its own QP. A UDP slot is free: the socket
+ * is read only then. */
 static void deliver(struct rs_dgram *dg, const uint8_t *payload, size_t len,
 		    const struct sockaddr *from)
 {
+	uint32_t slot = dg->udp_free[--dg->nudp_free];
 	struct rsd_hdr h;
-	uint32_t slot;
 
-	if (!dg->nudp_free)
-		return;
-	slot = dg->udp_free[--dg->nudp_free];
 	format_hdr(&h, from);
 	memcpy(rx_buf(dg, slot), &h, h.length);
 	memcpy(rx_buf(dg, slot) + h.length, payload, len);
@@ -511,15 +508,20 @@ static int udp_datagram(struct rsock *rs, const uint8_t *buf, size_t n, const st
 	return 1;
 }
 
-/* What waits on the UDP socket. A datagram over RSD_MSG bytes, which no
- * peer sends (rdma-core reads RSD_MSG and no more), is dropped. */
+/* What waits on the UDP socket, while a UDP slot is free (or before the
+ * QP, which the first datagram makes): the rest waits in the socket's
+ * buffer until the program reads, and what overflows it the kernel drops,
+ * as for a UDP socket. An rdma-core peer sends a burst over UDP until
+ * its service thread has resolved a route to us. A datagram over RSD_MSG
+ * bytes, which no peer sends (rdma-core reads RSD_MSG and no more), is
+ * dropped. */
 static int udp_input(struct rsock *rs)
 {
 	struct sockaddr_storage from;
 	uint8_t buf[RSD_MSG];
 	int n = 0;
 
-	for (;;) {
+	while (!rs->dg->qp || rs->dg->nudp_free) {
 		socklen_t len = sizeof(from);
 		ssize_t got = recvfrom(rs->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
 				       (struct sockaddr *)&from, &len);
@@ -529,6 +531,7 @@ static int udp_input(struct rsock *rs)
 		if (got <= (ssize_t)sizeof(buf))
 			n += udp_datagram(rs, buf, (size_t)got, (struct sockaddr *)&from);
 	}
+	return n;
 }
 
 /* The UDP socket is read after a sleep that it may have ended, and at

@@ -834,6 +834,32 @@ static uint32_t wire_udp_in(struct wire_peer *w, int s, int p)
 	return be32_at(back + 8);
 }
 
+/* A burst over UDP, more than the datagrams an rsocket takes off its UDP
+ * socket before the program reads them (16): each comes, in order, and
+ * each DATA is answered. */
+static void wire_udp_burst(struct wire_peer *w, int s, int p)
+{
+	struct sockaddr_in to = addr_of(p + 1), from;
+	int came = 0, answered = 0;
+	uint8_t m[64];
+
+	for (int i = 0; i < 40; i++) {
+		size_t n = udp_hdr4(m, 0, w->qp->qp_num, htonl(INADDR_LOOPBACK));
+
+		n += (size_t)snprintf((char *)m + n, sizeof(m) - n, "b%02d", i);
+		CHECK_EQ(sendto(w->u, m, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
+	}
+	for (char want[8], got[8] = {0}; came < 40; came++) {
+		snprintf(want, sizeof(want), "b%02d", came);
+		if (dgram_in(s, got, sizeof(got), &from) != 3 || memcmp(got, want, 3))
+			break;
+	}
+	CHECK_EQ(came, 40);
+	for (int i = 0; i < 40 && peer_udp(w, m, sizeof(m), &from) == 16; i++)
+		answered += m[5] == 7;
+	CHECK_EQ(answered, 40);
+}
+
 /* Once s knows the peer's QP, its datagrams are UD SENDs with Q_Key
  * RDMA_UDP_QKEY, each a ds_header (version 4, length 8, s's port, its
  * address) then the payload (dsend). */
@@ -906,6 +932,7 @@ static void test_dgram_wire(void)
 	CHECK_EQ(peer_open(&w, port + 12), 0);
 	CHECK(s >= 0 && !rbind(s, (struct sockaddr *)&a, sizeof(a)));
 	s_qpn = wire_udp_in(&w, s, port + 12);
+	wire_udp_burst(&w, s, port + 12);
 	wire_ud_out(&w, s, port + 12, s_qpn);
 	wire_ud_in(&w, s, port + 12, s_qpn);
 	wire_udp_out(&w, port + 12);
