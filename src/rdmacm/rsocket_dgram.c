@@ -348,17 +348,46 @@ static uint32_t max_payload(int family, uint32_t mtu)
 	return RSD_MSG - udp < mtu - ud ? RSD_MSG - udp : mtu - ud;
 }
 
+/* The QP and all it takes, gone: at rclose, and after a start that
+ * failed half way, so that the next datagram starts from nothing. */
+static void drop_resources(struct rsock *rs)
+{
+	struct rs_dgram *dg = rs->dg;
+
+	if (dg->qp)
+		ibv_destroy_qp(dg->qp);
+	if (dg->smr)
+		ibv_dereg_mr(dg->smr);
+	if (dg->rmr)
+		ibv_dereg_mr(dg->rmr);
+	if (dg->cq)
+		ibv_destroy_cq(dg->cq);
+	if (rs->cc)
+		ibv_destroy_comp_channel(rs->cc);
+	if (dg->pd)
+		ibv_dealloc_pd(dg->pd);
+	free(dg->sbuf);
+	free(dg->rbuf);
+	free(dg->rx);
+	dg->qp = NULL;
+	dg->smr = dg->rmr = NULL;
+	dg->cq = NULL;
+	rs->cc = NULL;
+	dg->pd = NULL;
+	dg->sbuf = dg->rbuf = NULL;
+	dg->rx = NULL;
+	dg->nudp_free = 0;
+}
+
 /* The QP, made once on the device of our first source address. One QP
  * answers every peer: librdmacm makes one per source address, but which
  * QP a peer is told is all the wire shows. */
-static int resources(struct rsock *rs, const struct sockaddr *src)
+static int make_resources(struct rsock *rs, const struct sockaddr *src)
 {
 	struct rs_dgram *dg = rs->dg;
 	struct ibv_qp_init_attr a;
 	struct ibv_port_attr port;
 
-	if (dg->qp)
-		return 0;
 	dg->verbs = uro_cm_device_for_addr(src);
 	if (!dg->verbs || ibv_query_port(dg->verbs, 1, &port))
 		return -1;
@@ -381,6 +410,20 @@ static int resources(struct rsock *rs, const struct sockaddr *src)
 		if (post_recv(dg, i))
 			return -1;
 	return 0;
+}
+
+static int resources(struct rsock *rs, const struct sockaddr *src)
+{
+	int err;
+
+	if (rs->dg->qp)
+		return 0;
+	if (!make_resources(rs, src))
+		return 0;
+	err = errno;
+	drop_resources(rs);
+	errno = err;
+	return -1;
 }
 
 static struct rsd_dest *dest_by_addr(struct rs_dgram *dg, const struct sockaddr *a)
@@ -473,14 +516,17 @@ static ssize_t udp_send(struct rsock *rs, const struct rsd_dest *d, uint8_t op, 
 
 /* A datagram that came over UDP, queued to be read as one that came as a
  * UD SEND: its sender's address ahead in a ds_header, as librdmacm's
- * udp_svc_forward sends it to its own QP. A UDP slot is free: the socket
- * is read only then. */
+ * udp_svc_forward sends it to its own QP. The socket is read only while a
+ * UDP slot is free (udp_input). */
 static void deliver(struct rs_dgram *dg, const uint8_t *payload, size_t len,
 		    const struct sockaddr *from)
 {
-	uint32_t slot = dg->udp_free[--dg->nudp_free];
 	struct rsd_hdr h;
+	uint32_t slot;
 
+	if (!dg->nudp_free)
+		return;
+	slot = dg->udp_free[--dg->nudp_free];
 	format_hdr(&h, from);
 	memcpy(rx_buf(dg, slot), &h, h.length);
 	memcpy(rx_buf(dg, slot) + h.length, payload, len);
@@ -790,25 +836,6 @@ void rs_dgram_drain(struct rsock *rs)
 		wait_for(rs, 10);
 }
 
-static void free_verbs(struct rsock *rs)
-{
-	struct rs_dgram *dg = rs->dg;
-
-	if (dg->qp)
-		ibv_destroy_qp(dg->qp);
-	if (dg->smr)
-		ibv_dereg_mr(dg->smr);
-	if (dg->rmr)
-		ibv_dereg_mr(dg->rmr);
-	if (dg->cq)
-		ibv_destroy_cq(dg->cq);
-	if (rs->cc)
-		ibv_destroy_comp_channel(rs->cc);
-	rs->cc = NULL;
-	if (dg->pd)
-		ibv_dealloc_pd(dg->pd);
-}
-
 void rs_dgram_free(struct rsock *rs)
 {
 	struct rs_dgram *dg = rs->dg;
@@ -822,10 +849,7 @@ void rs_dgram_free(struct rsock *rs)
 		free(d);
 	}
 	if (dg) {
-		free_verbs(rs);
-		free(dg->sbuf);
-		free(dg->rbuf);
-		free(dg->rx);
+		drop_resources(rs);
 		free(dg);
 	}
 	rs->dg = NULL;
