@@ -150,4 +150,73 @@ out=$(guest rping -c -a $net.1 -p $((port + 1)) -C 1 -v 2>&1)
 expect_match "$out" 'REJECTED' "the kernel's rping to a port no uroce process listens on"
 stop_job $srv
 wait $srv 2>/dev/null
+
+# udpong: datagram rsockets, librdmacm's protocol at both ends: a datagram
+# goes over UDP behind a header that names the sender's QP until the
+# answer names the peer's, then as a UD SEND (docs/rsockets.md). One way,
+# 200 datagrams of 1000 B, each one counted by the server: udpong's echo
+# resends after 1 ms and from then on echoes a stale message for ever
+# (docs/rsockets.md), and the guest under TCG answers later than that.
+# rdma-core's own side cannot run on a RoCE port: its ds_add_qp_dest asks
+# for an AH to its own QP with no GRH, which ibv_create_ah refuses on
+# every RoCE device (EINVAL on rxe; the guest's udpong fails its rconnect
+# with the ENOENT its cleanup leaves, and its server drops every
+# datagram), in rdma-core 44 as upstream. The guest's udpong runs with an
+# ibv_create_ah that gives such an AH the port's IPv4 GID, so that the
+# rest of librdmacm's protocol meets uroce's.
+cat >"$PEER_SHARE/ah_grh.c" <<'CODE'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <infiniband/verbs.h>
+#include <string.h>
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	static const uint8_t v4[12] = {[10] = 0xff, [11] = 0xff};
+	struct ibv_ah *(*create)(struct ibv_pd *, struct ibv_ah_attr *) =
+	    dlvsym(RTLD_NEXT, "ibv_create_ah", "IBVERBS_1.1");
+	struct ibv_ah_attr a = *attr;
+	struct ibv_port_attr port;
+
+	if (a.is_global || ibv_query_port(pd->context, a.port_num, &port) ||
+	    port.link_layer != IBV_LINK_LAYER_ETHERNET)
+		return create(pd, attr);
+	a.is_global = 1;
+	a.grh.hop_limit = 64;
+	for (int i = 0; !ibv_query_gid(pd->context, a.port_num, i, &a.grh.dgid); i++)
+		if (!memcmp(a.grh.dgid.raw, v4, sizeof(v4))) {
+			a.grh.sgid_index = (uint8_t)i;
+			break;
+		}
+	return create(pd, &a);
+}
+CODE
+LD_PRELOAD= ${CC:-cc} -shared -fPIC -o "$PEER_SHARE/ah_grh.so" "$PEER_SHARE/ah_grh.c" -libverbs ||
+	bad "udpong: cannot build the guest's ibv_create_ah"
+grh='env LD_PRELOAD=$share/ah_grh.so' # expanded in the guest
+udpong_args="-C 200 -S 1000"
+port=$((port + 1))
+# Its server has a UDP port and nothing else (no cm_id, no TCP port) until
+# a datagram comes: what is waited for here.
+peer_start udps "$grh timeout $T udpong -b $net.2 -p $port $udpong_args &
+	for i in \$(seq 600); do ss -lun | grep -q ':$port ' && break; sleep 0.1; done
+	touch \$share/bound.$port; wait"
+for _ in $(seq 700); do
+	[ -e "$PEER_SHARE/bound.$port" ] && break
+	sleep 0.1
+done
+host udpong -s $net.2 -p $port $udpong_args >"$PAIR_DIR/cli" 2>&1
+expect_status 0 $? "udpong: uroce's client of the kernel's server"
+expect_match "$(cat "$PAIR_DIR/cli")" '^custom +1000 +200 ' "udpong: the kernel's server counts"
+guest pkill -x udpong >/dev/null
+peer_wait udps 30 >/dev/null
+port=$((port + 1))
+host udpong -b $net.1 -p $port $udpong_args >"$PAIR_DIR/srv" 2>&1 &
+srv=$!
+wait_listen $port udp || bad "udpong: uroce's server never bound its port"
+out=$(guest $grh udpong -s $net.1 -p $port $udpong_args 2>&1)
+expect_status 0 $? "udpong: the kernel's client of uroce's server: $out"
+expect_match "$out" '^custom +1000 +200 ' "udpong: uroce's server counts"
+stop_job $srv
+wait $srv 2>/dev/null
 finish

@@ -62,12 +62,12 @@ if cmp -s "$src" "$PAIR_DIR/dst.bin"; then ok; else bad "rcopy: the copy differs
 # echoes that stale message for ever (client_send_recv); kernel UDP
 # sockets (udpong -T s -T a) end the same way on a loaded 2-core machine,
 # and one late reply in 180,000 is too many to count on (docs/rsockets.md).
-udpong_pair() { # WHAT "OPTIONS" LINE
-	local p=$((port += 1)) srv
-	timeout $T "$UROCE" run udpong -b 127.0.0.1 -p $p $2 >"$PAIR_DIR/srv" 2>&1 &
+udpong_pair() { # WHAT "OPTIONS" LINE [ADDRESS]
+	local p=$((port += 1)) srv a=${4:-127.0.0.1}
+	timeout $T "$UROCE" run udpong -b $a -p $p $2 >"$PAIR_DIR/srv" 2>&1 &
 	srv=$!
 	wait_listen $p udp || bad "$1: the server never bound its port"
-	timeout $T "$UROCE" run udpong -s 127.0.0.1 -p $p $2 >"$PAIR_DIR/cli" 2>&1
+	timeout $T "$UROCE" run udpong -s $a -p $p $2 >"$PAIR_DIR/cli" 2>&1
 	expect_status 0 $? "$1 client"
 	expect_match "$(cat "$PAIR_DIR/cli")" "$3" "$1 reports its run"
 	kill $srv 2>/dev/null
@@ -77,4 +77,11 @@ for opt in "" "-T b"; do
 	udpong_pair "udpong $opt echo" "$opt -T e -C 2000 -S 1000" '^custom +1000 +4k '
 	udpong_pair "udpong $opt one way" "$opt -C 20000 -S 1500" '^custom +1.4k +[1-9][0-9]*k? '
 done
+# Over IPv6, where lo has ::1: librdmacm's headers of version 6, with
+# 16-byte addresses (docs/rsockets.md).
+if ip -6 addr show dev lo 2>/dev/null | grep -q ' ::1/128'; then
+	udpong_pair "udpong over IPv6" "-T e -C 2000 -S 1000" '^custom +1000 +4k ' ::1
+else
+	echo "note: no ::1 on lo, udpong over IPv6 not run"
+fi
 finish

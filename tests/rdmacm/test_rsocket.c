@@ -8,8 +8,10 @@
  * is a forked process. */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <infiniband/verbs.h>
 #include <poll.h>
 #include <pthread.h>
+#include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -630,14 +632,391 @@ static void test_dgram_misuse(void)
 	CHECK_EQ(errno, EAGAIN);
 	CHECK_EQ(rlisten(s, 1), -1);
 	CHECK_EQ(errno, EOPNOTSUPP);
-	/* Nobody answers there: the datagram is dropped, as UDP drops it,
-	 * after a bounded wait for the address's QP. */
+	/* Nobody answers there: the datagram goes over UDP, as each one to an
+	 * address whose QP is not known yet, and is lost as UDP loses it. */
 	CHECK_EQ(rsendto(s, "x", 1, 0, (struct sockaddr *)&nobody, sizeof(nobody)), 1);
 	CHECK_EQ(rsendto(s, big, sizeof(big), 0, (struct sockaddr *)&nobody, sizeof(nobody)), -1);
 	CHECK_EQ(errno, EMSGSIZE);
 	CHECK_EQ(rpoll(&p, 1, 0), 1);
 	CHECK_EQ(p.revents, POLLOUT);
 	CHECK_EQ(rclose(s), 0);
+}
+
+/* rdma-core's datagram protocol on the wire (librdmacm's rsocket.c),
+ * against a peer played by a plain UDP socket and a UD QP of this
+ * process: the bytes of each header are checked where librdmacm puts
+ * them, not through uroce's structs. */
+struct wire_peer {
+	int u; /* the peer's UDP socket */
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	uint8_t buf[2 * (40 + 2048)]; /* a receive (GRH, then RS_SNDLOWAT), a send */
+};
+
+/* ds_udp_header of IPv4 (16 bytes): tag, version 4, op, length, 0, QPN,
+ * address. */
+static size_t udp_hdr4(uint8_t *out, uint8_t op, uint32_t qpn, uint32_t ip_be)
+{
+	uint32_t tag = htonl(0x55555555), q = htonl(qpn);
+
+	memcpy(out, &tag, 4);
+	out[4] = 4;
+	out[5] = op;
+	out[6] = 16;
+	out[7] = 0;
+	memcpy(out + 8, &q, 4);
+	memcpy(out + 12, &ip_be, 4);
+	return 16;
+}
+
+static uint32_t be32_at(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+static int peer_post_recv(struct wire_peer *w)
+{
+	struct ibv_sge sge = {(uintptr_t)w->buf, 40 + 2048, w->mr->lkey};
+	struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
+
+	return ibv_post_recv(w->qp, &wr, &bad);
+}
+
+/* The UD QP, as librdmacm makes one: Q_Key RDMA_UDP_QKEY. */
+static int peer_qp(struct wire_peer *w)
+{
+	struct ibv_qp_init_attr ia = {
+	    .qp_type = IBV_QPT_UD,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = RDMA_UDP_QKEY};
+	struct ibv_ah_attr ah = {.is_global = 1, .port_num = 1, .grh.hop_limit = 64};
+
+	ia.send_cq = ia.recv_cq = w->cq;
+	w->qp = ibv_create_qp(w->pd, &ia);
+	if (!w->qp ||
+	    ibv_modify_qp(w->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(w->qp, &a, IBV_QP_STATE))
+		return -1;
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(w->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		return -1;
+	ibv_query_gid(w->ctx, 1, 0, &ah.grh.dgid); /* uroce0's first GID: 127.0.0.1 */
+	w->ah = ibv_create_ah(w->pd, &ah);
+	return w->ah ? peer_post_recv(w) : -1;
+}
+
+static int peer_open(struct wire_peer *w, int p)
+{
+	struct sockaddr_in a = addr_of(p);
+	struct ibv_device **list = ibv_get_device_list(NULL);
+
+	memset(w, 0, sizeof(*w));
+	w->u = socket(AF_INET, SOCK_DGRAM, 0);
+	w->ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
+	ibv_free_device_list(list);
+	if (w->u < 0 || bind(w->u, (struct sockaddr *)&a, sizeof(a)) || !w->ctx)
+		return -1;
+	w->pd = ibv_alloc_pd(w->ctx);
+	w->cq = w->pd ? ibv_create_cq(w->ctx, 8, NULL, NULL, 0) : NULL;
+	w->mr = w->cq ? ibv_reg_mr(w->pd, w->buf, sizeof(w->buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	return w->mr ? peer_qp(w) : -1;
+}
+
+static void peer_close(struct wire_peer *w)
+{
+	if (w->qp)
+		ibv_destroy_qp(w->qp);
+	if (w->ah)
+		ibv_destroy_ah(w->ah);
+	if (w->mr)
+		ibv_dereg_mr(w->mr);
+	if (w->cq)
+		ibv_destroy_cq(w->cq);
+	if (w->pd)
+		ibv_dealloc_pd(w->pd);
+	if (w->ctx)
+		ibv_close_device(w->ctx);
+	if (w->u >= 0)
+		close(w->u);
+}
+
+/* The next completion of the peer's QP within 2 s (0 if none). */
+static int peer_completion(struct wire_peer *w, struct ibv_wc *wc)
+{
+	for (int ms = 0; ms < 2000; ms++) {
+		if (ibv_poll_cq(w->cq, 1, wc) == 1)
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* A UDP datagram for the peer within 2 s: its length, or -1. */
+static ssize_t peer_udp(struct wire_peer *w, uint8_t *buf, size_t len, struct sockaddr_in *from)
+{
+	socklen_t alen = sizeof(*from);
+
+	if (poll(&(struct pollfd){.fd = w->u, .events = POLLIN}, 1, 2000) != 1)
+		return -1;
+	return recvfrom(w->u, buf, len, 0, (struct sockaddr *)from, &alen);
+}
+
+/* A datagram for s within 2 s, and its source. */
+static ssize_t dgram_in(int s, char *buf, size_t len, struct sockaddr_in *from)
+{
+	struct pollfd p = {.fd = s, .events = POLLIN};
+	socklen_t alen = sizeof(*from);
+
+	if (rpoll(&p, 1, 2000) != 1)
+		return -1;
+	return rrecvfrom(s, buf, len, 0, (struct sockaddr *)from, &alen);
+}
+
+/* The peer's UD SEND to qpn: a ds_header naming 127.0.0.1:p, then text. */
+static int peer_send_ud(struct wire_peer *w, uint32_t qpn, int p, const char *text)
+{
+	uint8_t *m = w->buf + 40 + 2048;
+	uint16_t port = htons((uint16_t)p);
+	uint32_t ip = htonl(INADDR_LOOPBACK);
+	struct ibv_sge sge = {(uintptr_t)m, (uint32_t)(8 + strlen(text)), w->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	m[0] = 4;
+	m[1] = 8;
+	memcpy(m + 2, &port, 2);
+	memcpy(m + 4, &ip, 4);
+	memcpy(m + 8, text, strlen(text));
+	wr.wr.ud.ah = w->ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
+	if (ibv_post_send(w->qp, &wr, &bad) || !peer_completion(w, &wc))
+		return -1;
+	return wc.status == IBV_WC_SUCCESS ? 0 : -1;
+}
+
+/* The peer's first datagram comes over UDP (ds_sendv_udp): s delivers it
+ * with the peer's UDP address as its source, and answers over UDP with a
+ * CTRL header naming its own QP (udp_svc_process_rs); that QP's number. */
+static uint32_t wire_udp_in(struct wire_peer *w, int s, int p)
+{
+	uint8_t m[64], back[64];
+	struct sockaddr_in to = addr_of(p + 1), from;
+	char got[16] = {0};
+	size_t n = udp_hdr4(m, 0, w->qp->qp_num, htonl(INADDR_LOOPBACK));
+
+	memcpy(m + n, "hello", 5);
+	CHECK_EQ(sendto(w->u, m, n + 5, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n + 5);
+	CHECK_EQ(dgram_in(s, got, sizeof(got), &from), 5);
+	CHECK(!memcmp(got, "hello", 5));
+	CHECK(from.sin_family == AF_INET && from.sin_port == htons((uint16_t)p) &&
+	      from.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+	CHECK_EQ(peer_udp(w, back, sizeof(back), &from), 16);
+	CHECK_EQ(be32_at(back), 0x55555555);
+	CHECK(back[4] == 4 && back[5] == 7 && back[6] == 16 && back[7] == 0);
+	CHECK(be32_at(back + 8) != 0 && be32_at(back + 8) < (1u << 24));
+	CHECK_EQ(be32_at(back + 12), INADDR_LOOPBACK);
+	CHECK_EQ(ntohs(from.sin_port), p + 1);
+	return be32_at(back + 8);
+}
+
+/* A burst over UDP, more than the datagrams an rsocket takes off its UDP
+ * socket before the program reads them (16): each comes, in order, and
+ * each DATA is answered. */
+static void wire_udp_burst(struct wire_peer *w, int s, int p)
+{
+	struct sockaddr_in to = addr_of(p + 1), from;
+	int came = 0, answered = 0;
+	uint8_t m[64];
+
+	for (int i = 0; i < 40; i++) {
+		size_t n = udp_hdr4(m, 0, w->qp->qp_num, htonl(INADDR_LOOPBACK));
+
+		n += (size_t)snprintf((char *)m + n, sizeof(m) - n, "b%02d", i);
+		CHECK_EQ(sendto(w->u, m, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
+	}
+	for (char want[8], got[8] = {0}; came < 40; came++) {
+		snprintf(want, sizeof(want), "b%02d", came);
+		if (dgram_in(s, got, sizeof(got), &from) != 3 || memcmp(got, want, 3))
+			break;
+	}
+	CHECK_EQ(came, 40);
+	for (int i = 0; i < 40 && peer_udp(w, m, sizeof(m), &from) == 16; i++)
+		answered += m[5] == 7;
+	CHECK_EQ(answered, 40);
+}
+
+/* Once s knows the peer's QP, its datagrams are UD SENDs with Q_Key
+ * RDMA_UDP_QKEY, each a ds_header (version 4, length 8, s's port, its
+ * address) then the payload (dsend). */
+static void wire_ud_out(struct wire_peer *w, int s, int p, uint32_t s_qpn)
+{
+	struct sockaddr_in to = addr_of(p);
+	struct ibv_wc wc = {0};
+	uint16_t port;
+
+	CHECK_EQ(rsendto(s, "world", 5, 0, (struct sockaddr *)&to, sizeof(to)), 5);
+	CHECK(peer_completion(w, &wc));
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.byte_len, 40 + 8 + 5);
+	CHECK_EQ(wc.src_qp, s_qpn);
+	memcpy(&port, w->buf + 42, 2);
+	CHECK(w->buf[40] == 4 && w->buf[41] == 8 && ntohs(port) == p + 1);
+	CHECK_EQ(be32_at(w->buf + 44), INADDR_LOOPBACK);
+	CHECK(!memcmp(w->buf + 48, "world", 5));
+	CHECK_EQ(peer_post_recv(w), 0);
+}
+
+/* A UD SEND to s: its source is the address its ds_header names, one s
+ * never heard from over UDP (ds_set_src). */
+static void wire_ud_in(struct wire_peer *w, int s, int p, uint32_t s_qpn)
+{
+	struct sockaddr_in from;
+	char got[16] = {0};
+
+	CHECK_EQ(peer_send_ud(w, s_qpn, p + 2, "via ud"), 0);
+	CHECK_EQ(dgram_in(s, got, sizeof(got), &from), 6);
+	CHECK(!memcmp(got, "via ud", 6));
+	CHECK(from.sin_port == htons((uint16_t)(p + 2)) &&
+	      from.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+}
+
+/* An rsocket's first datagram to an address, over UDP: a DATA header
+ * naming its QP and its address, then the payload, from the port the
+ * socket then has. A payload fills at most the 2048 bytes a librdmacm
+ * peer reads with its header (2032), and one more is EMSGSIZE. */
+static void wire_udp_out(struct wire_peer *w, int p)
+{
+	static uint8_t big[2033], back[4096];
+	struct sockaddr_in to = addr_of(p), from, me;
+	socklen_t len = sizeof(me);
+	int c = rsocket(AF_INET, SOCK_DGRAM, 0);
+
+	CHECK_EQ(rsendto(c, "abc", 3, 0, (struct sockaddr *)&to, sizeof(to)), 3);
+	CHECK_EQ(rgetsockname(c, (struct sockaddr *)&me, &len), 0);
+	CHECK_EQ(peer_udp(w, back, sizeof(back), &from), 16 + 3);
+	CHECK_EQ(be32_at(back), 0x55555555);
+	CHECK(back[4] == 4 && back[5] == 0 && back[6] == 16 && back[7] == 0);
+	CHECK(be32_at(back + 8) != 0 && be32_at(back + 8) < (1u << 24));
+	CHECK_EQ(be32_at(back + 12), INADDR_LOOPBACK);
+	CHECK(!memcmp(back + 16, "abc", 3));
+	CHECK(me.sin_port != 0 && from.sin_port == me.sin_port);
+	CHECK_EQ(rsendto(c, big, 2032, 0, (struct sockaddr *)&to, sizeof(to)), 2032);
+	CHECK_EQ(peer_udp(w, back, sizeof(back), &from), 2048);
+	CHECK_EQ(rsendto(c, big, 2033, 0, (struct sockaddr *)&to, sizeof(to)), -1);
+	CHECK_EQ(errno, EMSGSIZE);
+	CHECK_EQ(rclose(c), 0);
+}
+
+static void test_dgram_wire(void)
+{
+	struct sockaddr_in a = addr_of(port + 13);
+	int s = rsocket(AF_INET, SOCK_DGRAM, 0);
+	struct wire_peer w;
+	uint32_t s_qpn;
+
+	CHECK_EQ(peer_open(&w, port + 12), 0);
+	CHECK(s >= 0 && !rbind(s, (struct sockaddr *)&a, sizeof(a)));
+	s_qpn = wire_udp_in(&w, s, port + 12);
+	wire_udp_burst(&w, s, port + 12);
+	wire_ud_out(&w, s, port + 12, s_qpn);
+	wire_ud_in(&w, s, port + 12, s_qpn);
+	wire_udp_out(&w, port + 12);
+	CHECK_EQ(rclose(s), 0);
+	peer_close(&w);
+}
+
+/* The same over IPv6, where lo has ::1: headers of version 6 (a
+ * ds_udp_header of 28 bytes, its address 16), a sockaddr_in6 source, and
+ * 2048 - 28 bytes of payload at most. */
+static struct sockaddr_in6 addr6_of(int p)
+{
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)p)};
+
+	a.sin6_addr = in6addr_loopback;
+	return a;
+}
+
+static void check_udp_hdr6(const uint8_t *h, uint8_t op)
+{
+	CHECK_EQ(be32_at(h), 0x55555555);
+	CHECK(h[4] == 6 && h[5] == op && h[6] == 28 && h[7] == 0);
+	CHECK(be32_at(h + 8) != 0 && be32_at(h + 8) < (1u << 24));
+	CHECK(!memcmp(h + 12, &in6addr_loopback, 16));
+}
+
+static void wire6_in(int u, int p)
+{
+	struct sockaddr_in6 to = addr6_of(p + 1), from;
+	socklen_t len = sizeof(from);
+	uint8_t m[64] = {0x55, 0x55, 0x55, 0x55, 6, 0, 28, 0, 0, 0, 0x01, 0x23};
+	char got[16] = {0};
+	struct pollfd pf = {.fd = u, .events = POLLIN};
+	int s = rsocket(AF_INET6, SOCK_DGRAM, 0);
+	struct pollfd ps = {.fd = s, .events = POLLIN};
+
+	CHECK(s >= 0 && !rbind(s, (struct sockaddr *)&to, sizeof(to)));
+	memcpy(m + 12, &in6addr_loopback, 16);
+	memcpy(m + 28, "six", 3);
+	CHECK_EQ(sendto(u, m, 31, 0, (struct sockaddr *)&to, sizeof(to)), 31);
+	CHECK_EQ(rpoll(&ps, 1, 2000), 1);
+	CHECK_EQ(rrecvfrom(s, got, sizeof(got), 0, (struct sockaddr *)&from, &len), 3);
+	CHECK(!memcmp(got, "six", 3) && len == sizeof(from) && from.sin6_family == AF_INET6);
+	CHECK(from.sin6_port == htons((uint16_t)p) && IN6_IS_ADDR_LOOPBACK(&from.sin6_addr));
+	CHECK_EQ(poll(&pf, 1, 2000), 1);
+	CHECK_EQ(recv(u, m, sizeof(m), 0), 28);
+	check_udp_hdr6(m, 7);
+	CHECK_EQ(rclose(s), 0);
+}
+
+static void wire6_out(int u, int p)
+{
+	static uint8_t big[2021], back[4096];
+	struct sockaddr_in6 to = addr6_of(p);
+	struct pollfd pf = {.fd = u, .events = POLLIN};
+	int c = rsocket(AF_INET6, SOCK_DGRAM, 0);
+
+	CHECK_EQ(rsendto(c, "abc", 3, 0, (struct sockaddr *)&to, sizeof(to)), 3);
+	CHECK_EQ(poll(&pf, 1, 2000), 1);
+	CHECK_EQ(recv(u, back, sizeof(back), 0), 28 + 3);
+	check_udp_hdr6(back, 0);
+	CHECK(!memcmp(back + 28, "abc", 3));
+	CHECK_EQ(rsendto(c, big, 2020, 0, (struct sockaddr *)&to, sizeof(to)), 2020);
+	CHECK_EQ(poll(&pf, 1, 2000), 1);
+	CHECK_EQ(recv(u, back, sizeof(back), 0), 2048);
+	CHECK_EQ(rsendto(c, big, 2021, 0, (struct sockaddr *)&to, sizeof(to)), -1);
+	CHECK_EQ(errno, EMSGSIZE);
+	CHECK_EQ(rclose(c), 0);
+}
+
+static void test_dgram_wire6(void)
+{
+	struct sockaddr_in6 a = addr6_of(port + 14);
+	int u = socket(AF_INET6, SOCK_DGRAM, 0);
+
+	if (u < 0 || bind(u, (struct sockaddr *)&a, sizeof(a))) {
+		printf("skipped: IPv6 datagrams (no ::1 here: %s)\n", strerror(errno));
+		if (u >= 0)
+			close(u);
+		return;
+	}
+	wire6_in(u, port + 14);
+	wire6_out(u, port + 14);
+	close(u);
 }
 
 /* Nobody listens: ECONNREFUSED, blocking or through SO_ERROR. */
@@ -728,5 +1107,7 @@ int main(void)
 	}
 	RUN(test_dgram_echo(), 30);
 	RUN(test_dgram_misuse(), 30);
+	RUN(test_dgram_wire(), 30);
+	RUN(test_dgram_wire6(), 30);
 	return check_report();
 }
