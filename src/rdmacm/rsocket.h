@@ -120,11 +120,6 @@ struct rsock {
 	struct ibv_pd *pd;
 	struct ibv_mr *smr, *rmr;
 	uint8_t *sbuf, *rbuf;
-	/* A datagram rsocket's slots (rsocket_dgram.c). */
-	uint32_t nsend, nrecv;
-	uint32_t send_head, send_tail;
-	uint32_t *rx_slot, *rx_len;
-	uint32_t rx_head, rx_tail;
 
 	struct rs_stream st;
 	int peer_fin;	  /* the peer sends no more: end of stream once read */

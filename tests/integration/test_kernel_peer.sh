@@ -4,8 +4,8 @@
 # kernel's rdma_cm, uroce on the host end of its tap. Unmodified programs
 # on both sides, each side serving in turn: the verbs data path (RC, UD),
 # the IB CM's MADs on QP 1 (rping, ucmatose, udaddy's SIDR, rdma_server,
-# cmtime, perftest -R), multicast (mckey), and a REJ for a port nobody
-# listens on. Needs root (CI runs as root) for its namespace and tap;
+# cmtime, perftest -R), multicast (mckey), a REJ for a port nobody listens
+# on, and rsockets (rstream, riostream, udpong). Needs root (CI runs as root) for its namespace and tap;
 # skipped otherwise.
 . "$(dirname "$0")/lib.sh" 120
 . "$(dirname "$0")/../kernel_peer/peer.sh"
@@ -150,6 +150,17 @@ out=$(guest rping -c -a $net.1 -p $((port + 1)) -C 1 -v 2>&1)
 expect_match "$out" 'REJECTED' "the kernel's rping to a port no uroce process listens on"
 stop_job $srv
 wait $srv 2>/dev/null
+
+# Stream rsockets, librdmacm's protocol at both ends (docs/rsockets.md):
+# rstream's bytes checked (-T v), also blocking (-T b); riostream's
+# riowrite into the peer's riomap'd buffer, and its messages. The guest
+# runs under TCG: short runs.
+both "rstream" "rstream -p @P -S 10000 -C 20 -T v" "rstream -s @S -p @P -S 10000 -C 20 -T v" \
+	'^custom +9.7k +20 '
+both "rstream -T b" "rstream -p @P -S 100000 -C 10 -T b -T v" \
+	"rstream -s @S -p @P -S 100000 -C 10 -T b -T v" '^custom +97k +10 '
+both "riostream" "riostream -p @P -S 65536 -C 20" "riostream -s @S -p @P -S 65536 -C 20" \
+	'^custom +64k +20 '
 
 # udpong: datagram rsockets, librdmacm's protocol at both ends: a datagram
 # goes over UDP behind a header that names the sender's QP until the

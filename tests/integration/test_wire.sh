@@ -181,7 +181,7 @@ run_pair "cmtime" $port "cmtime -p $port -c 20" "cmtime -s $net.1 -p $port -c 20
 # (lib.sh, stop_job): an orphan would keep its port and its QPs.
 left=$(for p in $(ip netns pids $a); do cat /proc/$p/comm 2>/dev/null; done | grep -cx cmtime)
 expect_status 0 "$left" "cmtime servers still running after run_pair"
-# rsockets between the namespaces, uroce's own protocol at both ends
+# rsockets between the namespaces, librdmacm's protocol at both ends
 # (docs/rsockets.md): streams over RC, connected by the CM on QP 1, each
 # byte checked (-T v); riowrite into the peer's riomap'd buffer; a file
 # copied and compared; datagram rsockets over UD echoing.

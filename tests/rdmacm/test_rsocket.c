@@ -1020,6 +1020,243 @@ static void test_dgram_wire6(void)
 }
 
 /* Nobody listens: ECONNREFUSED, blocking or through SO_ERROR. */
+/* rdma-core's stream protocol on the wire (librdmacm's rsocket.c), against
+ * a peer played by rdma_cm and an RC QP of this process: the connection
+ * data, a grant, a data message each way, SHUTDOWN and DISCONNECT, each
+ * checked where librdmacm puts its bytes, not through uroce's structs. */
+#define WIRE_HALF (32u << 10)
+
+struct stream_peer {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *ring_mr, *table_mr;
+	uint8_t ring[2 * WIRE_HALF];
+	uint8_t table[32]; /* two grant entries, no iomap table */
+	uint8_t rep[40];   /* the server's rs_conn_data */
+};
+
+static int serve_wire(int l)
+{
+	int s = raccept(l, NULL, NULL), ok;
+	char b[8];
+
+	ok = s >= 0 && rrecv(s, b, 5, MSG_WAITALL) == 5 && !memcmp(b, "hello", 5) &&
+	     rsend(s, "world", 5, 0) == 5 && rrecv(s, b, 1, 0) == 0; /* SHUTDOWN: the end */
+	rclose(s);
+	rclose(l);
+	return ok ? 0 : 1;
+}
+
+static int cm_event_is(struct rdma_event_channel *ch, enum rdma_cm_event_type want, uint8_t *pdata,
+		       size_t len)
+{
+	struct rdma_cm_event *e;
+	int ok;
+
+	if (rdma_get_cm_event(ch, &e))
+		return 0;
+	ok = e->event == want && (!pdata || e->param.conn.private_data_len >= len);
+	if (ok && pdata)
+		memcpy(pdata, e->param.conn.private_data, len);
+	rdma_ack_cm_event(e);
+	return ok;
+}
+
+static void put_be(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < bytes; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* librdmacm's rs_conn_data: version 1, IOMAP flag, 8 credits, no iomap
+ * table, the grant table, then the ring's first half. */
+static void conn_data(const struct stream_peer *w, uint8_t *d)
+{
+	memset(d, 0, 40);
+	d[0] = 1;
+	d[1] = 2;
+	put_be(d + 2, 8, 2);
+	put_be(d + 8, (uintptr_t)w->table, 8);
+	put_be(d + 16, w->table_mr->rkey, 4);
+	put_be(d + 20, 2, 4);
+	put_be(d + 24, (uintptr_t)w->ring, 8);
+	put_be(d + 32, w->ring_mr->rkey, 4);
+	put_be(d + 36, WIRE_HALF, 4);
+}
+
+static int stream_peer_connect(struct stream_peer *w, int p)
+{
+	struct sockaddr_in a = addr_of(p);
+	struct ibv_qp_init_attr ia = {.qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 8,
+					      .max_recv_wr = 8,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1,
+					      .max_inline_data = 64}};
+	int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	uint8_t req[40];
+	struct rdma_conn_param cp = {.private_data = req,
+				     .private_data_len = sizeof(req),
+				     .responder_resources = 1,
+				     .initiator_depth = 1,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7};
+	struct ibv_recv_wr rwr = {.wr_id = 1}, *bad;
+
+	w->ch = rdma_create_event_channel();
+	if (!w->ch || rdma_create_id(w->ch, &w->id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(w->id, NULL, (struct sockaddr *)&a, 2000) ||
+	    !cm_event_is(w->ch, RDMA_CM_EVENT_ADDR_RESOLVED, NULL, 0) ||
+	    rdma_resolve_route(w->id, 2000) ||
+	    !cm_event_is(w->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL, 0))
+		return -1;
+	w->pd = ibv_alloc_pd(w->id->verbs);
+	w->cq = w->pd ? ibv_create_cq(w->id->verbs, 32, NULL, NULL, 0) : NULL;
+	ia.send_cq = ia.recv_cq = w->cq;
+	if (!w->cq || rdma_create_qp(w->id, w->pd, &ia))
+		return -1;
+	w->ring_mr = ibv_reg_mr(w->pd, w->ring, sizeof(w->ring), remote);
+	w->table_mr = ibv_reg_mr(w->pd, w->table, sizeof(w->table), remote);
+	if (!w->ring_mr || !w->table_mr)
+		return -1;
+	for (int i = 0; i < 8; i++)
+		if (ibv_post_recv(w->id->qp, &rwr, &bad))
+			return -1;
+	conn_data(w, req);
+	return rdma_connect(w->id, &cp) ||
+		       !cm_event_is(w->ch, RDMA_CM_EVENT_ESTABLISHED, w->rep, sizeof(w->rep))
+		   ? -1
+		   : 0;
+}
+
+static void stream_peer_close(struct stream_peer *w)
+{
+	if (w->id && w->id->qp)
+		rdma_destroy_qp(w->id);
+	if (w->ring_mr)
+		ibv_dereg_mr(w->ring_mr);
+	if (w->table_mr)
+		ibv_dereg_mr(w->table_mr);
+	if (w->cq)
+		ibv_destroy_cq(w->cq);
+	if (w->pd)
+		ibv_dealloc_pd(w->pd);
+	if (w->id)
+		rdma_destroy_id(w->id);
+	if (w->ch)
+		rdma_destroy_event_channel(w->ch);
+}
+
+/* An RDMA WRITE with immediate data (op << 29 | data), inline. */
+static int stream_peer_write(struct stream_peer *w, const char *text, uint32_t imm)
+{
+	struct ibv_sge sge = {(uintptr_t)text, text ? (uint32_t)strlen(text) : 0, 0};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = text ? 1 : 0,
+				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+				 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+				 .imm_data = htonl(imm)},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = get_be(w->rep + 24, 8);
+	wr.wr.rdma.rkey = (uint32_t)get_be(w->rep + 32, 4);
+	return ibv_post_send(w->id->qp, &wr, &bad);
+}
+
+/* The next message the rsocket wrote (2 s at most): its immediate, host
+ * order, and its length; -1 when none came. */
+static int64_t stream_peer_message(struct stream_peer *w, uint32_t *len)
+{
+	struct ibv_wc wc;
+
+	for (int ms = 0; ms < 2000;) {
+		struct ibv_recv_wr rwr = {.wr_id = 1}, *bad;
+
+		if (ibv_poll_cq(w->cq, 1, &wc) != 1) {
+			usleep(1000);
+			ms++;
+			continue;
+		}
+		if (!(wc.opcode & IBV_WC_RECV))
+			continue; /* our own write's */
+		if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
+		    ibv_post_recv(w->id->qp, &rwr, &bad))
+			return -1;
+		*len = wc.byte_len;
+		return ntohl(wc.imm_data);
+	}
+	return -1;
+}
+
+static void test_stream_wire(void)
+{
+	int p = port + 16;
+	pid_t pid = spawn(p, serve_wire);
+	struct stream_peer *w = calloc(1, sizeof(*w));
+	int status = -1, granted = 0, got = 0;
+	uint32_t len;
+	int64_t imm;
+
+	CHECK(pid > 0 && w);
+	if (pid <= 0 || !w)
+		return;
+	CHECK_EQ(stream_peer_connect(w, p), 0);
+	/* The REP's rs_conn_data: version 1, IOMAP, its RDMA_RQSIZE (384) of
+	 * credits, two grant entries, the first half of a 128 KiB ring. */
+	CHECK_EQ(w->rep[0], 1);
+	CHECK(w->rep[1] & 2);
+	CHECK_EQ(get_be(w->rep + 2, 2), 384);
+	CHECK_EQ(get_be(w->rep + 20, 4), 2);
+	CHECK_EQ(get_be(w->rep + 36, 4), 64u << 10);
+	/* Data: 5 bytes at the granted place, the immediate their length. */
+	CHECK_EQ(stream_peer_write(w, "hello", 5), 0);
+	/* Back: a grant of its ring's second half into our table's second
+	 * entry (in our byte order, librdmacm's rs_send_credits), with
+	 * credits, and "world" at the start of our first half. */
+	while (!(granted && got) && (imm = stream_peer_message(w, &len)) >= 0) {
+		if (imm >> 29 == 4 && len == 16) {
+			uint64_t addr;
+			uint32_t key, length;
+
+			memcpy(&addr, w->table + 16, 8);
+			memcpy(&key, w->table + 24, 4);
+			memcpy(&length, w->table + 28, 4);
+			CHECK_EQ(addr, get_be(w->rep + 24, 8) + (64u << 10));
+			CHECK_EQ(key, get_be(w->rep + 32, 4));
+			CHECK_EQ(length, 64u << 10);
+			CHECK((imm & 0x1fffffff) >= 8);
+			granted = 1;
+		} else if (imm >> 29 == 0) {
+			CHECK_EQ(imm, 5);
+			CHECK_EQ(len, 5);
+			CHECK(!memcmp(w->ring, "world", 5));
+			got = 1;
+		}
+	}
+	CHECK(granted && got);
+	/* SHUTDOWN (control 2): the server reads the end, closes, and its
+	 * DISCONNECT (control 0) comes. */
+	CHECK_EQ(stream_peer_write(w, NULL, 7u << 29 | 2), 0);
+	while ((imm = stream_peer_message(w, &len)) >= 0 && imm != 7u << 29)
+		;
+	CHECK_EQ(imm, 7u << 29);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	stream_peer_close(w);
+	free(w);
+}
+
 static void test_refused(void)
 {
 	struct sockaddr_in a = addr_of(port + 2);
@@ -1109,5 +1346,6 @@ int main(void)
 	RUN(test_dgram_misuse(), 30);
 	RUN(test_dgram_wire(), 30);
 	RUN(test_dgram_wire6(), 30);
+	RUN(test_stream_wire(), 30);
 	return check_report();
 }
