@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,15 +20,7 @@
 #include "cq_ring.h"
 #include "rsocket.h"
 
-#define RSD_UDP_TAG   0x55555555u /* DS_UDP_TAG: a ds_udp_header's first word */
-#define RSD_OP_DATA   0		  /* RS_OP_DATA: a datagram follows the header */
-#define RSD_OP_CTRL   7		  /* RS_OP_CTRL: the answer, the header alone */
-#define RSD_HDR4      8		  /* DS_IPV4_HDR_LEN */
-#define RSD_HDR6      24	  /* DS_IPV6_HDR_LEN */
-#define RSD_UDP4      16	  /* DS_UDP_IPV4_HDR_LEN */
-#define RSD_UDP6      28	  /* DS_UDP_IPV6_HDR_LEN */
-#define RSD_MSG	      2048 /* RS_SNDLOWAT: a peer's UD receive, after the GRH, and its UDP read */
-#define RSD_GRH	      40   /* ahead of every UD receive (ibv_post_recv(3)) */
+#define RSD_GRH	      40 /* ahead of every UD receive (ibv_post_recv(3)) */
 #define RSD_RSLOT     (RSD_GRH + RSD_MSG)
 #define RSD_SLOTS_MIN 4
 #define RSD_SLOTS_MAX 256
@@ -38,35 +29,6 @@
 #define RSD_DRAIN_MS  1000
 #define RSD_SEND      (1ull << 32) /* a send's wr_id; a receive's is its slot */
 #define RSD_UDP_NS    1000000ull   /* a busy caller reads the UDP socket this often */
-
-/* ds_header: ahead of each datagram a UD SEND carries, its sender's UDP
- * address, which the receiver reports and answers to. */
-struct rsd_hdr {
-	uint8_t version; /* 4 or 6 */
-	uint8_t length;	 /* RSD_HDR4 or RSD_HDR6 */
-	uint16_t port;	 /* network order */
-	union {
-		uint32_t ipv4;
-		struct {
-			uint32_t flowinfo;
-			uint8_t addr[16];
-		} ipv6;
-	} addr;
-};
-
-/* ds_udp_header: ahead of a datagram over UDP (RSD_OP_DATA), or alone as
- * the answer (RSD_OP_CTRL); qpn is the sender's UD QP. */
-struct rsd_udp_hdr {
-	uint32_t tag;
-	uint8_t version, op, length, reserved;
-	uint32_t qpn; /* the low 24 bits */
-	uint8_t addr[16];
-};
-
-_Static_assert(offsetof(struct rsd_hdr, addr) == 4 && sizeof(struct rsd_hdr) == RSD_HDR6,
-	       "ds_header's layout");
-_Static_assert(offsetof(struct rsd_udp_hdr, addr) == 12 && sizeof(struct rsd_udp_hdr) == RSD_UDP6,
-	       "ds_udp_header's layout");
 
 /* An address sent to or heard from over UDP (ds_dest). */
 struct rsd_dest {
@@ -546,10 +508,10 @@ static int udp_datagram(struct rsock *rs, const uint8_t *buf, size_t n, const st
 	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
 	if (!udp_hdr_valid(&h, n, from) || !(d = dest_for(rs, from)))
 		return 0;
-	if (h.op == RSD_OP_DATA)
-		(void)udp_send(rs, d, RSD_OP_CTRL, NULL, 0);
+	if (h.op == RS_OP_DATA)
+		(void)udp_send(rs, d, RS_OP_CTRL, NULL, 0);
 	learn_qpn(rs, d, ntohl(h.qpn) & 0xffffff);
-	if (h.op == RSD_OP_DATA)
+	if (h.op == RS_OP_DATA)
 		deliver(rs->dg, buf + h.length, n - h.length, from);
 	return 1;
 }
@@ -716,7 +678,7 @@ static ssize_t udp_data(struct rsock *rs, const struct rsd_dest *d, const void *
 {
 	ssize_t n;
 
-	while ((n = udp_send(rs, d, RSD_OP_DATA, buf, len)) < 0 && errno == EAGAIN && !nonblock) {
+	while ((n = udp_send(rs, d, RS_OP_DATA, buf, len)) < 0 && errno == EAGAIN && !nonblock) {
 		struct pollfd p = {.fd = rs->fd, .events = POLLOUT};
 
 		pthread_mutex_unlock(&rs->lock);

@@ -683,6 +683,17 @@ static ssize_t sent_or_error(const struct rsock *rs, size_t done, size_t len)
 	return -1;
 }
 
+/* Before any byte goes: a connection, and the iomap entries queued ahead
+ * of the bytes sent. */
+static int send_start(struct rsock *rs, int flags)
+{
+	if (rs->state != RS_CONNECTED) {
+		errno = ENOTCONN;
+		return -1;
+	}
+	return rs_flush_maps(rs, flags) ? (int)sent_or_error(rs, 0, 1) : 0;
+}
+
 /* The iomap entries riomap and riounmap queued, each a write into the
  * peer's table that takes a credit as a data message does. */
 int rs_flush_maps(struct rsock *rs, int flags)
@@ -732,12 +743,8 @@ ssize_t rs_send(struct rsock *rs, const void *buf, size_t len, int flags)
 	uint32_t most = RS_OLAP_START;
 	size_t done = 0;
 
-	if (rs->state != RS_CONNECTED) {
-		errno = ENOTCONN;
+	if (send_start(rs, flags))
 		return -1;
-	}
-	if (rs_flush_maps(rs, flags))
-		return sent_or_error(rs, 0, len);
 	while (done < len) {
 		uint32_t n;
 
@@ -772,12 +779,8 @@ ssize_t rs_write_direct(struct rsock *rs, const void *buf, size_t len, uint64_t 
 	uint32_t most = RS_OLAP_START;
 	size_t done = 0;
 
-	if (rs->state != RS_CONNECTED) {
-		errno = ENOTCONN;
+	if (send_start(rs, flags))
 		return -1;
-	}
-	if (rs_flush_maps(rs, flags))
-		return sent_or_error(rs, 0, len);
 	progress(rs);
 	if (len && !peer_map(rs, offset)) {
 		errno = EINVAL;

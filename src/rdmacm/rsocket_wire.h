@@ -1,4 +1,4 @@
-/* What a stream rsocket puts on the wire: rdma-core's librdmacm protocol
+/* What an rsocket puts on the wire: rdma-core's librdmacm protocol
  * (its rsocket.c), so that an rsocket here and one on any other host with
  * rdma-core talk. docs/rsockets.md, "The protocol", says how it runs.
  *
@@ -10,6 +10,7 @@
 #define URO_RSOCKET_WIRE_H
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define RS_WIRE_VERSION 1
@@ -85,5 +86,45 @@ static inline unsigned rs_iomap_size_of(uint8_t scale)
 {
 	return scale <= 128 ? scale : (unsigned)(scale & 0x7f) << 8;
 }
+
+/* Datagram rsockets (librdmacm's ds_* and udp_svc_*): a datagram to an
+ * address whose QP is not known goes over UDP behind a ds_udp_header
+ * (RS_OP_DATA; the answer, RS_OP_CTRL, is the header alone), then as a UD
+ * SEND behind a ds_header. */
+#define RSD_UDP_TAG 0x55555555u /* DS_UDP_TAG: a ds_udp_header's first word */
+#define RSD_HDR4    8		/* DS_IPV4_HDR_LEN */
+#define RSD_HDR6    24		/* DS_IPV6_HDR_LEN */
+#define RSD_UDP4    16		/* DS_UDP_IPV4_HDR_LEN */
+#define RSD_UDP6    28		/* DS_UDP_IPV6_HDR_LEN */
+#define RSD_MSG	    RS_SNDLOWAT /* a peer's UD receive, after the GRH, and its UDP read */
+
+/* ds_header: ahead of each datagram a UD SEND carries, its sender's UDP
+ * address, which the receiver reports and answers to. */
+struct rsd_hdr {
+	uint8_t version; /* 4 or 6 */
+	uint8_t length;	 /* RSD_HDR4 or RSD_HDR6 */
+	uint16_t port;	 /* network order */
+	union {
+		uint32_t ipv4;
+		struct {
+			uint32_t flowinfo;
+			uint8_t addr[16];
+		} ipv6;
+	} addr;
+};
+
+/* ds_udp_header: ahead of a datagram over UDP (RS_OP_DATA), or alone as
+ * the answer (RS_OP_CTRL); qpn is the sender's UD QP. */
+struct rsd_udp_hdr {
+	uint32_t tag;
+	uint8_t version, op, length, reserved;
+	uint32_t qpn; /* the low 24 bits */
+	uint8_t addr[16];
+};
+
+static_assert(offsetof(struct rsd_hdr, addr) == 4 && sizeof(struct rsd_hdr) == RSD_HDR6,
+	      "ds_header's layout");
+static_assert(offsetof(struct rsd_udp_hdr, addr) == 12 && sizeof(struct rsd_udp_hdr) == RSD_UDP6,
+	      "ds_udp_header's layout");
 
 #endif
