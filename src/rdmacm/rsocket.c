@@ -332,9 +332,10 @@ static struct rsock *accept_one(const struct rsock *opts, const struct rs_pendin
 	rs->iomapsize = opts->iomapsize;
 	rs->sqsize = opts->sqsize;
 	rs->rqsize = opts->rqsize;
-	if (rdma_migrate_id(id, rs->ch) || rs_create_resources(rs) || rs_set_peer(rs, &req->peer))
+	if (rdma_migrate_id(id, rs->ch) || rs_create_resources(rs))
 		goto fail;
 	id->context = rs;
+	rs_set_peer(rs, &req->peer);
 	conn_param(rs, &p, pdata, 0); /* a REP's: no header on AF_IB either */
 	rs->state = RS_CONNECTING;
 	if (rdma_accept(id, &p) || wait_established(rs) || table_put(rs))
@@ -414,12 +415,12 @@ static void connect_event(struct rsock *rs, const struct rdma_cm_event *e)
 		return;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (rs_conn_data_valid(e->param.conn.private_data, e->param.conn.private_data_len,
-				       0, &peer) ||
-		    rs_set_peer(rs, &peer)) {
+				       0, &peer)) {
 			rdma_disconnect(rs->id);
 			connect_failed(rs, EPROTO); /* not an rsocket at the other end */
 			return;
 		}
+		rs_set_peer(rs, &peer);
 		rs->state = RS_CONNECTED;
 		return;
 	case RDMA_CM_EVENT_ADDR_ERROR:

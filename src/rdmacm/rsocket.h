@@ -134,7 +134,7 @@ void rs_put(struct rsock *rs);
 
 /* rsocket_stream.c */
 int rs_create_resources(struct rsock *rs);
-int rs_set_peer(struct rsock *rs, const struct rs_conn_data *peer);
+void rs_set_peer(struct rsock *rs, const struct rs_conn_data *peer);
 void rs_destroy_resources(struct rsock *rs);
 void rs_conn_data_of(const struct rsock *rs, struct rs_conn_data *c);
 size_t rs_conn_offset(struct rdma_cm_id *id);

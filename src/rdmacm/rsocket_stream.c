@@ -111,7 +111,7 @@ int rs_conn_data_valid(const void *pdata, uint8_t len, size_t offset, struct rs_
 	return c->target_sgl.length < 2 || c->target_sgl.length > 256 ? -1 : 0;
 }
 
-int rs_set_peer(struct rsock *rs, const struct rs_conn_data *peer)
+void rs_set_peer(struct rsock *rs, const struct rs_conn_data *peer)
 {
 	struct rs_stream *st = &rs->st;
 
@@ -129,7 +129,6 @@ int rs_set_peer(struct rsock *rs, const struct rs_conn_data *peer)
 		st->peer_iomap.key = peer->target_sgl.key;
 		st->peer_iomap.length = rs_iomap_size_of(peer->iomap_size);
 	}
-	return 0;
 }
 
 static int post_recv(struct rsock *rs)
