@@ -28,7 +28,10 @@ int uro_rq_post(struct uro_seg_rq *rq, uint8_t *ring, const struct ibv_recv_wr *
 	e = (struct uro_recv_wqe *)(ring + (size_t)(t % rq->size) * rq->stride);
 	e->wr_id = wr->wr_id;
 	e->num_sge = (uint32_t)wr->num_sge;
-	memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+	/* A receive without SGEs may carry a NULL list (one for a WRITE with
+	 * immediate data, which places nothing through it). */
+	if (wr->num_sge)
+		memcpy(e->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	__atomic_store_n(&rq->tail, t + 1, __ATOMIC_RELEASE);
 	return 0;
 }
