@@ -599,15 +599,6 @@ int rs_dgram_arm(struct rsock *rs)
 	return news + progress(rs) > 0;
 }
 
-static void drain_cq_events(struct rsock *rs)
-{
-	struct ibv_cq *cq;
-	void *ctx;
-
-	while (rs->cc && ibv_get_cq_event(rs->cc, &cq, &ctx) == 0)
-		ibv_ack_cq_events(cq, 1);
-}
-
 /* Sleeps until a completion or a UDP datagram, or timeout_ms. */
 static void wait_for(struct rsock *rs, int timeout_ms)
 {
@@ -619,7 +610,7 @@ static void wait_for(struct rsock *rs, int timeout_ms)
 	pthread_mutex_unlock(&rs->lock);
 	(void)poll(fds, 2, timeout_ms);
 	pthread_mutex_lock(&rs->lock);
-	drain_cq_events(rs);
+	rs_drain_events(rs);
 	if (fds[0].revents)
 		(void)udp_poll(rs, 1);
 }

@@ -113,20 +113,11 @@ static void test_rdma_and_atomics(void)
 	CHECK_EQ(B.buf[1087], 0xab);
 	CHECK_EQ(ibv_poll_cq(B.cq, 1, &wc), 0); /* the target ran nothing, saw nothing */
 
-	CHECK_EQ(post_recv_buf(&B, 9, B.buf, 16), 0);
-	CHECK_EQ(post(&A, IBV_WR_RDMA_WRITE_WITH_IMM, A.buf, 32, A.mr->lkey,
-		      (uintptr_t)B.buf + 2048, B.mr->rkey, 2),
-		 0);
-	CHECK_EQ(poll_one(B.cq, &wc), 1);
-	CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
-	CHECK_EQ(wc.byte_len, 32);
-	CHECK_EQ(wc.wr_id, 9);
-	CHECK_EQ(poll_one(A.cq, &wc), 1); /* on the wire, its ACK may come later */
 	/* A WRITE with immediate data places nothing through the receive: one
 	 * with no SGE list at all takes it (librdmacm's rsockets post them so;
 	 * the copy of its NULL list was undefined behaviour, UBSan's error). */
 	{
-		struct ibv_recv_wr rw = {.wr_id = 10, .sg_list = NULL, .num_sge = 0}, *rbad;
+		struct ibv_recv_wr rw = {.wr_id = 9, .sg_list = NULL, .num_sge = 0}, *rbad;
 
 		CHECK_EQ(ibv_post_recv(B.qp, &rw, &rbad), 0);
 	}
@@ -135,8 +126,9 @@ static void test_rdma_and_atomics(void)
 		 0);
 	CHECK_EQ(poll_one(B.cq, &wc), 1);
 	CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
-	CHECK_EQ(wc.wr_id, 10);
-	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.byte_len, 32);
+	CHECK_EQ(wc.wr_id, 9);
+	CHECK_EQ(poll_one(A.cq, &wc), 1); /* on the wire, its ACK may come later */
 
 	memset(B.buf + 4096, 0x5c, 128);
 	CHECK_EQ(post(&A, IBV_WR_RDMA_READ, A.buf + 4096, 128, A.mr->lkey, (uintptr_t)B.buf + 4096,
