@@ -20,6 +20,7 @@
 /* The entries one request holds: a remote key, or a receive's SGEs. */
 struct uro_holds {
 	struct uro_seg_mr *entry[URO_MAX_SGE];
+	uint64_t *lane[URO_MAX_SGE]; /* where each hold is counted */
 	uint32_t key[URO_MAX_SGE];
 	uint8_t remote; /* the keys are rkeys */
 	uint8_t n;

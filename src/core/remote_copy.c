@@ -127,6 +127,12 @@ static inline __attribute__((always_inline)) int in_chunks(chunk_copy copy, stru
 {
 	struct iovec lc[URO_MAX_SGE + 1], rc[URO_MAX_SGE + 1];
 
+	/* One buffer each side, one chunk: most requests, copied as they are. */
+	if (len <= URO_COPY_CHUNK && nl == 1 && nr == 1 && l->iov_len >= len && r->iov_len >= len) {
+		lc[0] = (struct iovec){.iov_base = l->iov_base, .iov_len = len};
+		rc[0] = (struct iovec){.iov_base = r->iov_base, .iov_len = len};
+		return copy(p, to_peer, lc, 1, rc, 1, len);
+	}
 	for (uint64_t off = 0; off < len; off += URO_COPY_CHUNK) {
 		uint64_t n = len - off < URO_COPY_CHUNK ? len - off : URO_COPY_CHUNK;
 		int nlc = uro_iov_slice(l, nl, off, n, lc), nrc = uro_iov_slice(r, nr, off, n, rc);

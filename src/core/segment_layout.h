@@ -15,7 +15,7 @@
 #include "limits.h"
 
 #define URO_SEG_MAGIC	0x5552534547303031ull /* "URSEG001" */
-#define URO_SEG_VERSION 16
+#define URO_SEG_VERSION 17
 #define URO_ARENA_SIZE	(1ull << 30) /* sparse: pages cost only when touched */
 
 /* What the owner's port counts, read by `uroce stat` from another process
@@ -178,7 +178,8 @@ struct uro_seg_mr {
 	uint32_t qpn;	  /* a type 2 window: the QP it is bound to */
 	uint32_t parent;  /* a window: the region's entry */
 	uint32_t windows; /* a region: windows bound to it */
-	/* Copies in flight through the key: pid << 32 | count per lane. */
+	/* Copies in flight through the key: pid << 32 | count per lane; a
+	 * lane whose count is 0 is free, whatever pid it still names. */
 	uint64_t lanes[URO_KEY_LANES];
 	uint64_t reserved1;
 };
