@@ -29,6 +29,15 @@ int uro_iov_slice(const struct iovec *in, int n, uint64_t off, uint64_t len, str
 	return k;
 }
 
+static uint64_t iov_total(const struct iovec *v, int n)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += v[i].iov_len;
+	return t;
+}
+
 /* A refused attach looks like a peer that never answers: its requests end
  * in a retry error. Why the kernel refuses is said once per peer, in the
  * words `uroce doctor` uses. */
@@ -46,13 +55,20 @@ static void tell_refused(struct uro_peer *p, int err)
 	errno = err;
 }
 
-/* Copies src's bytes into dst's within this process, under the
- * user-memory guard, so that a page gone is EFAULT as process_vm_readv
- * would answer it. */
+/* Copies src's bytes into dst's, lists of equal length, within this
+ * process, under the user-memory guard, so that a page gone is EFAULT as
+ * process_vm_readv would answer it. Where one side is one buffer (a
+ * WRITE's run of packets into the program's memory, a message cut into
+ * packets), under one guard for the whole list. */
 static int copy_within(const struct iovec *dst, int nd, const struct iovec *src, int ns)
 {
 	size_t doff = 0, soff = 0;
 	int di = 0, si = 0;
+
+	if (nd == 1)
+		return uro_user_gather(dst->iov_base, src, ns) ? EFAULT : 0;
+	if (ns == 1)
+		return uro_user_scatter(dst, nd, src->iov_base) ? EFAULT : 0;
 
 	while (di < nd && si < ns) {
 		size_t dl = dst[di].iov_len - doff, sl = src[si].iov_len - soff;
@@ -127,12 +143,10 @@ static inline __attribute__((always_inline)) int in_chunks(chunk_copy copy, stru
 {
 	struct iovec lc[URO_MAX_SGE + 1], rc[URO_MAX_SGE + 1];
 
-	/* One buffer each side, one chunk: most requests, copied as they are. */
-	if (len <= URO_COPY_CHUNK && nl == 1 && nr == 1 && l->iov_len >= len && r->iov_len >= len) {
-		lc[0] = (struct iovec){.iov_base = l->iov_base, .iov_len = len};
-		rc[0] = (struct iovec){.iov_base = r->iov_base, .iov_len = len};
-		return copy(p, to_peer, lc, 1, rc, 1, len);
-	}
+	/* One chunk, each list exactly len long: most requests, copied as
+	 * they are. */
+	if (len <= URO_COPY_CHUNK && iov_total(l, nl) == len && iov_total(r, nr) == len)
+		return copy(p, to_peer, l, nl, r, nr, len);
 	for (uint64_t off = 0; off < len; off += URO_COPY_CHUNK) {
 		uint64_t n = len - off < URO_COPY_CHUNK ? len - off : URO_COPY_CHUNK;
 		int nlc = uro_iov_slice(l, nl, off, n, lc), nrc = uro_iov_slice(r, nr, off, n, rc);

@@ -178,6 +178,28 @@ int uro_user_gather(void *dst, const struct iovec *iov, int n)
 	return guarded(gather, &g);
 }
 
+/* Scatters g->other over g's buffers. */
+static void scatter(const struct guard *g)
+{
+	const uint8_t *from = g->other.iov_base;
+
+	for (int i = 0; i < g->n; i++) {
+		if (!g->iov[i].iov_len)
+			continue;
+		memcpy(g->iov[i].iov_base, from, g->iov[i].iov_len);
+		from += g->iov[i].iov_len;
+	}
+}
+
+int uro_user_scatter(const struct iovec *iov, int n, const void *src)
+{
+	struct guard g = {.iov = iov, .n = n, .other = {(void *)(uintptr_t)src, 0}};
+
+	for (int i = 0; i < n; i++)
+		g.other.iov_len += iov[i].iov_len;
+	return guarded(scatter, &g);
+}
+
 static void touch(uintptr_t p, int write)
 {
 	if (write)

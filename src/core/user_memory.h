@@ -40,6 +40,9 @@ int uro_user_copy(void *dst, const void *src, size_t len);
 /* The iovecs' bytes one after another into dst, likewise. */
 int uro_user_gather(void *dst, const struct iovec *iov, int n);
 
+/* src's bytes over the iovecs, one after another, likewise. */
+int uro_user_scatter(const struct iovec *iov, int n, const void *src);
+
 /* 0 when every byte of the iovecs can be read (write: and written), else
  * EFAULT. Probing touches one byte a page and changes nothing: a write is
  * probed with an atomic OR of zero. */

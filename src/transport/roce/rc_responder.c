@@ -55,20 +55,29 @@ static int place_run(struct uro_context *ctx, struct uro_qp *qp)
 	return -1;
 }
 
-/* Adds a WRITE packet's payload, bound for dst under the key h holds, to
- * the QP's run: the run keeps the first packet's hold on the message's
- * key. 0, or -1 when a run it could not join failed to be placed. */
+static int same_key(const struct uro_holds *a, const struct uro_holds *b)
+{
+	return a->n == 1 && b->n == 1 && a->entry[0] == b->entry[0] && a->key[0] == b->key[0];
+}
+
+/* Adds a WRITE packet's payload, bound for dst under the key h holds (or,
+ * with nothing in h, under the run's own: run_holds_next), to the QP's
+ * run: the run keeps its first packet's hold on the key. 0, or -1 when a
+ * run it could not join failed to be placed. */
 static int add_to_run(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt,
 		      struct iovec dst, struct uro_holds *h)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 	struct uro_wire_run *run = &qp->wire->rq.run;
+	/* A run is one copy: into one process's memory, at consecutive
+	 * addresses, under one key, the one its hold keeps from being revoked
+	 * until the copy is made. Bytes under another key joined to it would
+	 * be copied under no hold of theirs: their region could be
+	 * deregistered between the packet's check and the copy. */
+	int joins = run->n && (uint8_t *)dst.iov_base == run->dst + run->len &&
+		    run->peer == qp->wire->rq.side.peer && (!h->n || same_key(&run->h, h));
 
-	/* A run is one copy: into one process's memory, at consecutive addresses. */
-	if (run->n &&
-	    ((uint8_t *)dst.iov_base != run->dst + run->len ||
-	     run->peer != qp->wire->rq.side.peer) &&
-	    place_run(ctx, qp)) {
+	if (run->n && !joins && place_run(ctx, qp)) {
 		uro_release(h);
 		return -1;
 	}
@@ -299,17 +308,18 @@ static enum result send_packet(struct uro_context *ctx, struct uro_qp *qp,
 }
 
 /* [va, va+len) under rkey, for access, in the process of the request's
- * receive side (this one, or an XRC SRQ's); held in h. A zero-length
- * transfer names no memory (IBTA C9-88). */
-static enum result local_range(struct uro_context *ctx, struct uro_qp *qp, uint32_t rkey,
-			       uint64_t va, uint64_t len, unsigned access, struct iovec *out,
-			       struct uro_holds *h)
+ * receive side (this one, or an XRC SRQ's): held in h (hold), or under a
+ * hold the caller already has (run_holds_next). A zero-length transfer
+ * names no memory (IBTA C9-88). */
+static enum result checked_range(struct uro_context *ctx, struct uro_qp *qp, uint32_t rkey,
+				 uint64_t va, uint64_t len, unsigned access, struct iovec *out,
+				 struct uro_holds *h, int hold)
 {
 	const struct uro_wire_side *side = &qp->wire->rq.side;
 	uint64_t addr = 0;
 
 	uro_holds_init(h, 1);
-	if (len && uro_hold(side->peer, rkey, h))
+	if (hold && len && uro_hold(side->peer, rkey, h))
 		return R_DROP; /* too busy to answer: the requester retries */
 	if (!(qp->pub->access & access) ||
 	    (len &&
@@ -321,6 +331,26 @@ static enum result local_range(struct uro_context *ctx, struct uro_qp *qp, uint3
 	out->iov_base = (void *)(uintptr_t)addr;
 	out->iov_len = len;
 	return R_OK;
+}
+
+static enum result local_range(struct uro_context *ctx, struct uro_qp *qp, uint32_t rkey,
+			       uint64_t va, uint64_t len, unsigned access, struct iovec *out,
+			       struct uro_holds *h)
+{
+	return checked_range(ctx, qp, rkey, va, len, access, out, h, 1);
+}
+
+/* A WRITE's packet that continues the run its message's previous packet
+ * ended (the PSN before it was the run's last): same key, next bytes, so
+ * the run's hold covers it, and it takes none of its own: a hold and a
+ * release (two locked instructions) a packet fewer. */
+static int run_holds_next(const struct uro_wire_rq *rq, const struct uro_roce_packet *pkt)
+{
+	const struct uro_wire_run *run = &rq->run;
+
+	return run->n && !(pkt->op->pos & WIRE_FIRST) &&
+	       ((run->psn + 1) & URO_PSN_MASK) == pkt->psn && run->h.n == 1 &&
+	       run->h.key[0] == rq->rkey && run->peer == rq->side.peer;
 }
 
 static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
@@ -344,8 +374,8 @@ static enum result write_packet(struct uro_context *ctx, struct uro_qp *qp,
 	/* With immediate data the message consumes a receive (IBTA 9.4.3). */
 	if ((pkt->op->hdrs & HDR_IMMDT) && (r = take_recv(ctx, qp)) != R_OK)
 		return r;
-	r = local_range(ctx, qp, rq->rkey, rq->va + rq->off, pkt->payload_len,
-			IBV_ACCESS_REMOTE_WRITE, &dst, &h);
+	r = checked_range(ctx, qp, rq->rkey, rq->va + rq->off, pkt->payload_len,
+			  IBV_ACCESS_REMOTE_WRITE, &dst, &h, !run_holds_next(rq, pkt));
 	if (r != R_OK)
 		return r;
 	if (!pkt->payload_len)

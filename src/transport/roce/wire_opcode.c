@@ -1,5 +1,7 @@
 #include "wire_opcode.h"
 
+#include <pthread.h>
+
 #define RC_OP(n)  (0x00 | (n))
 #define UC_OP(n)  (0x20 | (n))
 #define XRC_OP(n) (0xa0 | (n))
@@ -100,10 +102,10 @@ unsigned uro_wire_hdrs_len(uint8_t hdrs)
 	return n;
 }
 
-int uro_wire_code(enum uro_wire_op op, enum uro_wire_qp qp, enum uro_wire_pos pos, uint8_t extra)
+/* The row a sender wants, found by scanning the transport's 32 rows
+ * (bits 7-5 of a code are its transport). */
+static int scan(enum uro_wire_op op, enum uro_wire_qp qp, enum uro_wire_pos pos, uint8_t extra)
 {
-	/* Bits 7-5 of a code are its transport: only its 32 rows are read
-	 * (this runs for every packet sent). */
 	unsigned base = qp == WIRE_RC ? 0x00 : qp == WIRE_UC ? 0x20 : qp == WIRE_XRC ? 0xa0 : 0x60;
 
 	for (unsigned code = base; code < base + 32; code++) {
@@ -114,4 +116,41 @@ int uro_wire_code(enum uro_wire_op op, enum uro_wire_qp qp, enum uro_wire_pos po
 			return (int)code;
 	}
 	return -1;
+}
+
+/* The same, looked up: every packet sent names its opcode, and the scan
+ * cost each of them about 100 instructions. Built once from the table by
+ * scan itself, so that the two cannot disagree. Indexed by transport
+ * (RC, UC, UD, XRC), operation, place and optional header (none, IMMDT,
+ * IETH). */
+#define EXTRAS 3
+static int16_t codes[4][WIRE_ATOMIC_WRITE + 1][WIRE_ONLY + 1][EXTRAS];
+static pthread_once_t codes_once = PTHREAD_ONCE_INIT;
+static int codes_built; /* read first: no call into libc per packet */
+static const uint8_t extras[EXTRAS] = {0, HDR_IMMDT, HDR_IETH};
+static const enum uro_wire_qp transports[4] = {WIRE_RC, WIRE_UC, WIRE_UD, WIRE_XRC};
+
+static void build_codes(void)
+{
+	for (unsigned t = 0; t < 4; t++)
+		for (unsigned op = 0; op <= WIRE_ATOMIC_WRITE; op++)
+			for (unsigned pos = 0; pos <= WIRE_ONLY; pos++)
+				for (unsigned x = 0; x < EXTRAS; x++)
+					codes[t][op][pos][x] =
+					    (int16_t)scan((enum uro_wire_op)op, transports[t],
+							  (enum uro_wire_pos)pos, extras[x]);
+	__atomic_store_n(&codes_built, 1, __ATOMIC_RELEASE);
+}
+
+int uro_wire_code(enum uro_wire_op op, enum uro_wire_qp qp, enum uro_wire_pos pos, uint8_t extra)
+{
+	unsigned t = qp == WIRE_RC ? 0 : qp == WIRE_UC ? 1 : qp == WIRE_UD ? 2 : 3;
+	unsigned x = extra == 0 ? 0 : extra == HDR_IMMDT ? 1 : extra == HDR_IETH ? 2 : EXTRAS;
+
+	if (x == EXTRAS || (unsigned)op > WIRE_ATOMIC_WRITE || (unsigned)pos > WIRE_ONLY ||
+	    transports[t] != qp)
+		return -1;
+	if (!__atomic_load_n(&codes_built, __ATOMIC_ACQUIRE))
+		pthread_once(&codes_once, build_codes);
+	return codes[t][op][pos][x];
 }
