@@ -320,10 +320,20 @@ expect_match "$icrc" '^[1-9][0-9]* RoCEv2 ICRCs recomputed.*, 0 mismatched' "eve
 # each side with a SEND in flight in IBV_WC_RETRY_EXC_ERR, as a NIC's would,
 # within a second or so. The other side then waits for a message that never
 # comes, as on a NIC; its timeout (30 s) stops it. outage SECONDS: a's veth
-# down for SECONDS, a second into a pingpong of OUTAGE_ITERS iterations;
-# the sides' output in $dir/out.srv, out.cli.
+# down for SECONDS, once a pingpong of OUTAGE_ITERS iterations is seen
+# running; the sides' output in $dir/out.srv, out.cli.
+rx_packets() { ip netns exec $a cat /sys/class/net/${a}v/statistics/rx_packets; }
+# Until a's veth has received N packets more than it had at FROM (the
+# pingpong's SENDs and ACKs, past its TCP exchange), 10 s at most.
+until_received() {
+	local from=$1 n=$2 tries=1000
+	while [ $(($(rx_packets) - from)) -lt $n ] && [ $tries -gt 0 ]; do
+		sleep 0.01
+		tries=$((tries - 1))
+	done
+}
 outage() {
-	local srv cli t0 e first=
+	local srv cli t0 e first= rx0
 	port=$((port + 1))
 	rm -f "$dir"/end.*
 	# Each side ends by itself: no pkill, which hung for minutes under the
@@ -334,12 +344,19 @@ outage() {
 	} &
 	srv=$!
 	wait_listen $port || bad "outage $1: the server never listened"
+	rx0=$(rx_packets)
 	{
 		T=30 in_ns $b ibv_rc_pingpong -d roce1 -g 0 -n $OUTAGE_ITERS -p $port $net.1 >"$dir/out.cli" 2>&1
 		date +%s%N >"$dir/end.cli"
 	} &
 	cli=$!
-	sleep 1
+	# Not a fixed delay: under load a round trip took 0.4 ms in one
+	# pingpong and 2.2 ms in the calibration before it, and the 2,000
+	# round trips the calibration asked for were over before a second
+	# (the outage came after the pingpong, and no retry ran out).
+	until_received $rx0 200
+	[ ! -e "$dir/end.cli" ] && [ ! -e "$dir/end.srv" ] ||
+		bad "outage $1: the pingpong ended before the link went down"
 	t0=$(date +%s%N)
 	ip -n $a link set ${a}v down
 	sleep "$1"
@@ -352,13 +369,13 @@ outage() {
 	done
 	OUTAGE_MS=$first
 }
-# The pingpong must still run when the link goes down and after it comes
-# back, and end well within its 30 s: about 4 s of round trips as this
-# machine runs them now, measured with a short pingpong first. A fixed
-# count cannot do both: 200,000 round trips take 5 s on an idle machine,
-# and 105-163 s under ASan beside two busy loops (0.5-0.8 ms each, each
-# side waiting for a core the busy loops hold), where a 30 s limit cut both
-# sides off before they had printed anything.
+# The pingpong must still run after the link comes back, and end well
+# within its 30 s: about 4 s of round trips as this machine runs them now,
+# measured with a short pingpong first. A fixed count cannot do both:
+# 200,000 round trips take 5 s on an idle machine, and 105-163 s under ASan
+# beside two busy loops (0.5-0.8 ms each, each side waiting for a core the
+# busy loops hold), where a 30 s limit cut both sides off before they had
+# printed anything.
 port=$((port + 1))
 run_pair "the outage's calibration" $port "ibv_rc_pingpong -d roce1 -g 0 -n 2000 -p $port" \
 	"ibv_rc_pingpong -d roce1 -g 0 -n 2000 -p $port $net.1"
