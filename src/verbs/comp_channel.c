@@ -43,8 +43,9 @@ URO_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
-/* While requests wait behind RNR NAKs, a blocked waiter is what keeps
- * them going: it wakes for their retry timers (there is no helper thread). */
+/* While requests wait behind RNR NAKs, a blocked waiter keeps them going
+ * itself: it wakes for their retry timers, as the progress thread would,
+ * without a wake-up of that thread's. */
 static int wait_readable(struct ibv_comp_channel *channel)
 {
 	struct uro_context *ctx = to_uctx(channel->context);
