@@ -33,7 +33,8 @@ static uint32_t lane_count(uint64_t v)
 
 /* A lane that is free (no count, whoever held it last) or already this
  * process's: one more hold in it. A lane keeps its last holder's pid when
- * its count drops to 0, so that letting go is one atomic decrement. */
+ * its count drops to 0, so that letting go is one compare-and-swap on the
+ * lane the hold recorded, with no search. */
 static uint64_t *take_lane(struct uro_seg_mr *e, uint32_t pid)
 {
 	for (int round = 0; round < HOLD_ROUNDS; round++) {
@@ -103,12 +104,27 @@ int uro_holds_valid(const struct uro_peer *p, const struct uro_holds *h)
 	return 1;
 }
 
+/* One hold fewer in the lane it was counted in, if the lane still counts
+ * this process's holds: an owner that judged us gone (a process whose
+ * main thread has exited reads as a zombie) may have reset it, and another
+ * process taken it since. One compare-and-swap, as a decrement would be,
+ * that never takes from another's count. */
+static void drop_hold(uint64_t *lane, uint32_t pid)
+{
+	uint64_t v = __atomic_load_n(lane, __ATOMIC_RELAXED);
+
+	while (lane_pid(v) == pid && lane_count(v))
+		if (__atomic_compare_exchange_n(lane, &v, v - 1, 0, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+}
+
 void uro_release(struct uro_holds *h)
 {
-	/* The lane is this process's while it counts a hold of ours: no other
-	 * process takes it until the count is 0 again. */
+	uint32_t pid = uro_self_pid();
+
 	for (int i = 0; i < h->n; i++)
-		__atomic_sub_fetch(h->lane[i], 1, __ATOMIC_RELEASE);
+		drop_hold(h->lane[i], pid);
 	h->n = 0;
 }
 

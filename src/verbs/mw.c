@@ -33,8 +33,10 @@ struct ibv_mw *uro_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	 * stale key of an earlier region valid again. */
 	e->generation++;
 	e->lkey = e->pd = e->access = 0;
+	/* Not the lanes: an initiator holding a stale key of the entry's last
+	 * use still counts there until its own release (key_hold.c). */
 	memset((char *)e + offsetof(struct uro_seg_mr, addr), 0,
-	       sizeof(*e) - offsetof(struct uro_seg_mr, addr));
+	       offsetof(struct uro_seg_mr, lanes) - offsetof(struct uro_seg_mr, addr));
 	e->kind = type == IBV_MW_TYPE_1 ? URO_KEY_MW1 : URO_KEY_MW2;
 	e->pd = pd->handle;
 	e->rkey = uro_make_key((uint32_t)index, e->generation);

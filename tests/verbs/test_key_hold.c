@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 
 #include "../check.h"
+#include "key_hold.h"
 #include "pair.h"
+#include "peer.h"
 #include "peer_segment.h"
 
 #define BIG (128u << 20) /* a transfer of many chunks */
@@ -273,6 +275,43 @@ static void test_window_dealloc_waits(void)
 	waitpid(pid, NULL, 0);
 }
 
+/* An initiator holding a stale key (its hold comes before the lookup that
+ * refuses it) counts in the lanes of an entry that is free; the owner
+ * reuses the entry for a window meanwhile. The count stays until that
+ * initiator lets go, and letting go never takes from a count that is not
+ * its own: an owner may have reset the lane (it judges a process whose
+ * main thread exited gone) and another process taken it, whose copy its
+ * next quiesce must still wait for. */
+static void test_stale_hold_across_reuse(void)
+{
+	struct ibv_mr *mr = ibv_reg_mr(R.pd, R.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	uint32_t stale = mr ? mr->rkey : 0, self = (uint32_t)getpid();
+	uint64_t other = (uint64_t)getppid() << 32 | 1;
+	void *map = map_segment(R.qp);
+	struct uro_peer peer = {0};
+	struct uro_holds h;
+	struct ibv_mw *mw;
+
+	CHECK(mr && map);
+	if (!mr || !map)
+		return;
+	CHECK_EQ(ibv_dereg_mr(mr), 0);
+	peer.mr = key_entry(map, 1 << 8);
+	uro_holds_init(&h, 1);
+	CHECK_EQ(uro_hold(&peer, stale, &h), 0);
+	CHECK_EQ(h.n, 1);
+	mw = ibv_alloc_mw(R.pd, IBV_MW_TYPE_1); /* the entry freed last */
+	CHECK(mw && mw->rkey >> 8 == stale >> 8);
+	CHECK_EQ(__atomic_load_n(h.lane[0], __ATOMIC_SEQ_CST), (uint64_t)self << 32 | 1);
+	__atomic_store_n(h.lane[0], other, __ATOMIC_SEQ_CST);
+	uro_release(&h);
+	CHECK_EQ(__atomic_load_n(h.lane[0], __ATOMIC_SEQ_CST), other);
+	__atomic_store_n(h.lane[0], 0, __ATOMIC_SEQ_CST); /* the other lets go */
+	if (mw)
+		CHECK_EQ(ibv_dealloc_mw(mw), 0);
+	munmap(map, uro_seg_size());
+}
+
 int main(void)
 {
 	if (side_open(&S, IBV_QPT_RC, 16, CAP) || side_open(&R, IBV_QPT_RC, 16, CAP)) {
@@ -285,6 +324,7 @@ int main(void)
 	RUN(test_send_stops_at_dereg(), 60);
 	RUN(test_holders_live_and_dead(), 30);
 	RUN(test_window_dealloc_waits(), 30);
+	RUN(test_stale_hold_across_reuse(), 30);
 	side_close(&S);
 	side_close(&R);
 	return check_report();
