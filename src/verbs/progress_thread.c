@@ -47,6 +47,7 @@ static int wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w,
 	struct timespec ts;
 	int woke;
 
+	next = uro_wire_thread_sleeps(w, next, n == 2);
 	ts.tv_sec = (time_t)(next / 1000000000ull);
 	ts.tv_nsec = (long)(next % 1000000000ull);
 	pthread_mutex_unlock(&t->lock);
@@ -84,6 +85,8 @@ static void *run(void *arg)
 		}
 		t->yielding = 0;
 		/* Under t->lock: ibv_destroy_qp waits for the pass to end. */
+		if (w)
+			__atomic_store_n(&w->thread_looks_ns, 0, __ATOMIC_SEQ_CST);
 		next = uro_progress_pass(ctx);
 		if (t->stop || t->kicked) {
 			t->kicked = 0;

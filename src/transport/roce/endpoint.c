@@ -746,10 +746,40 @@ static uint64_t tick_all(struct uro_context *ctx)
 	return next;
 }
 
+/* An ACK a poll left waiting for its QP's answer (rc_responder.c) is sent
+ * by the program's next poll or post, or else by the progress thread by
+ * its time, when the thread next passes: a thread asleep for longer than
+ * it leaves a poller alone (URO_WIRE_POLLER_NS) is woken to count it in.
+ * One between passes (thread_looks_ns 0) sees it before it sleeps
+ * (uro_wire_thread_sleeps). */
+static void thread_looks_soon(struct uro_context *ctx, struct uro_wire_endpoint *w)
+{
+	uint64_t looks = __atomic_load_n(&w->thread_looks_ns, __ATOMIC_SEQ_CST);
+
+	if (looks && looks > uro_now_ns() + URO_WIRE_POLLER_NS)
+		uro_wire_kick(ctx);
+}
+
+/* The progress thread is to sleep for next ns (0: until woken), after a
+ * pass or, watching a polling program, without one: how long it may. An
+ * ACK a poll left waiting while the thread passed is counted in here, as
+ * the pass's own are. Watching, it needs not: the program sends its ACKs,
+ * or the next look finds it away. */
+uint64_t uro_wire_thread_sleeps(struct uro_wire_endpoint *w, uint64_t next, int after_pass)
+{
+	__atomic_store_n(&w->thread_looks_ns, next ? uro_now_ns() + next : UINT64_MAX,
+			 __ATOMIC_SEQ_CST);
+	if (after_pass && __atomic_load_n(&w->deferred_acks, __ATOMIC_SEQ_CST) &&
+	    (!next || next > URO_WIRE_ACK_WAIT_NS))
+		return URO_WIRE_ACK_WAIT_NS;
+	return next;
+}
+
 uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 {
 	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
 	uint64_t next = 0, now;
+	unsigned waiting;
 	int rounds = 0;
 
 	if (!w)
@@ -775,7 +805,16 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		w->last_tick_ns = now;
 		next = tick_all(ctx);
 	}
+	if (w->deferred_acks) {
+		uint64_t due = uro_wire_deferred_acks(ctx, uro_now_ns());
+
+		if (due && (!next || due < next))
+			next = due;
+	}
+	waiting = w->deferred_acks;
 	pthread_mutex_unlock(&w->rx_lock);
+	if (waiting && !wait_for_lock)
+		thread_looks_soon(ctx, w);
 	/* A long pass (a batch of 8 x 16 packets) still counts as polling
 	 * when the progress thread looks. */
 	if (!wait_for_lock)

@@ -60,6 +60,14 @@
 #define URO_WIRE_POLLER_NS  (1000 * 1000ull)
 #define URO_WIRE_LOOK_NS    (10 * 1000ull)
 #define URO_WIRE_POLLING_NS (2 * 1000ull)
+/* How long the ACK of a lone one-packet message waits for its QP's next
+ * request to leave first, on a QP whose program answers: one that posted
+ * a request within URO_WIRE_ANSWER_NS of such an ACK (rc_responder.c, ACKs
+ * after the answer). Both are several of this VM's wake-ups: with 20 us
+ * for both, 3-6 % of ib_write_lat's answers came later and each cost the
+ * next round trips their wait. */
+#define URO_WIRE_ACK_WAIT_NS (50 * 1000ull)
+#define URO_WIRE_ANSWER_NS   (200 * 1000ull)
 
 struct uro_wire_faults;
 
@@ -152,12 +160,16 @@ struct uro_wire_endpoint {
 	unsigned nruns;
 	struct uro_qp *acks[URO_WIRE_ACKS]; /* QPs with an ACK due, under rx_lock */
 	unsigned nacks;
-	int held;		 /* a QP holds small WQEs back (uro_wire_push_held) */
-	uint32_t qp_limit;	 /* above every QP table index on the wire: the timers' scan */
-	uint64_t last_active_ns; /* the program's last poll, or post on the wire */
-	int in_poll;		 /* the program is in ibv_poll_cq now */
-	uint64_t look_ns;	 /* the progress thread's, while the program polls */
-	uint64_t last_tick_ns;	 /* the last pass over the timers */
+	/* QPs whose ACK waits (ack_deferred), at most: written under rx_lock,
+	 * read by the progress thread before it sleeps. */
+	unsigned deferred_acks;
+	uint64_t thread_looks_ns; /* when the progress thread next looks; 0 while it runs */
+	int held;		  /* a QP holds small WQEs back (uro_wire_push_held) */
+	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
+	uint64_t last_active_ns;  /* the program's last poll, or post on the wire */
+	int in_poll;		  /* the program is in ibv_poll_cq now */
+	uint64_t look_ns;	  /* the progress thread's, while the program polls */
+	uint64_t last_tick_ns;	  /* the last pass over the timers */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
 	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
 	struct uro_seg_counters *n;	/* in the segment: `uroce stat` reads them */
@@ -232,6 +244,18 @@ struct uro_wire_rq {
 	 * (uro_wire_batch_end), or before any other answer of this QP's. */
 	int ack_due;
 	uint32_t ack_psn;
+	/* ACKs after the answer (rc_responder.c): the due ACK is a lone
+	 * one-packet message's (ack_lone); it waits for this QP's next
+	 * request until ack_until (ack_deferred), which it does only while
+	 * the program answers (answers: a request of this QP's followed such
+	 * an ACK, sent at lone_acked_ns, within URO_WIRE_ANSWER_NS, or
+	 * overtook a waiting one; a wait that ran out clears it). The last
+	 * three are read and written by the post path without rx_lock. */
+	int ack_lone;
+	uint64_t ack_until;
+	int ack_deferred;
+	int answers;
+	uint64_t lone_acked_ns;
 };
 
 struct uro_qp_wire {
@@ -397,6 +421,9 @@ void uro_wire_place_runs(struct uro_context *ctx);
 /* The end of a received batch: its WRITE runs placed, then one ACK per QP
  * for all the batch's packets that asked for one. */
 void uro_wire_batch_end(struct uro_context *ctx);
+uint64_t uro_wire_deferred_acks(struct uro_context *ctx, uint64_t now);
+uint64_t uro_wire_thread_sleeps(struct uro_wire_endpoint *w, uint64_t next, int after_pass);
+void uro_wire_ack_after_request(struct uro_context *ctx, struct uro_qp *qp);
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp,
 		      const struct uro_roce_packet *pkt);
 /* ud.c */
