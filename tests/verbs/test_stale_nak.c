@@ -9,10 +9,6 @@
  * (lo), to which a uroce RC QP on the wire sends two SENDs. It answers the
  * first with an ACK, then sends eight stale NAKs, then the ACK of the
  * second: both SENDs must complete. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -27,44 +23,8 @@ static struct side S;
 static const struct ibv_qp_cap CAP = {
     .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1};
 
-/* RTS towards PEER_QPN at 127.0.0.2, first PSN FIRST_PSN, 7 retries. */
-static int connect_to_peer(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
-
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = PEER_QPN;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
-	a.ah_attr.grh.dgid.raw[12] = 127;
-	a.ah_attr.grh.dgid.raw[15] = 2;
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14; /* 67 ms: the answers here come long before */
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = FIRST_PSN;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
 /* An ACK (syndrome 0) or a sequence-error NAK (0x60) for psn, from the
- * peer's socket fd (127.0.0.2:4791). */
+ * peer's socket fd (PEER_IP:4791). */
 static void answer(int fd, uint8_t syndrome, uint32_t psn)
 {
 	struct uro_roce_packet p = {.opcode = 0x11 /* RC Acknowledge */,
@@ -73,19 +33,15 @@ static void answer(int fd, uint8_t syndrome, uint32_t psn)
 				    .psn = psn,
 				    .aeth.syndrome = syndrome};
 
-	CHECK(peer_send(fd, &p, htonl(0x7f000002), htons(URO_ROCE_PORT)) > 0);
+	CHECK(peer_send(fd, &p, htonl(PEER_IP), htons(URO_ROCE_PORT)) > 0);
 }
 
 /* The PSN of the next request that reaches the peer, or -1 after 2 s. */
 static int64_t request(int fd)
 {
-	uint8_t bth[2048];
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	ssize_t n;
+	uint32_t psn;
 
-	if (poll(&p, 1, 2000) != 1 || (n = recv(fd, bth, sizeof(bth), 0)) < URO_ROCE_BTH_LEN)
-		return -1;
-	return (uint32_t)bth[9] << 16 | bth[10] << 8 | bth[11];
+	return peer_next(fd, &psn, 2000) < 0 ? -1 : (int64_t)psn;
 }
 
 static void test_stale_naks_cost_nothing(int fd)
@@ -123,16 +79,13 @@ static void test_stale_naks_cost_nothing(int fd)
 
 int main(void)
 {
-	struct sockaddr_in peer = {.sin_family = AF_INET,
-				   .sin_port = htons(URO_ROCE_PORT),
-				   .sin_addr.s_addr = htonl(0x7f000002)};
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = peer_socket();
 
-	CHECK(fd >= 0 && !bind(fd, (struct sockaddr *)&peer, sizeof(peer)));
+	CHECK(fd >= 0);
 	CHECK_EQ(side_open(&S, IBV_QPT_RC, 8, CAP), 0);
 	if (check_failed)
 		return check_report();
-	CHECK_EQ(connect_to_peer(S.qp), 0);
+	CHECK_EQ(peer_connect(S.qp, PEER_QPN, FIRST_PSN, 0), 0);
 	RUN(test_stale_naks_cost_nothing(fd), 30);
 	close(fd);
 	side_close(&S);

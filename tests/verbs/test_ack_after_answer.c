@@ -1,0 +1,176 @@
+/* ACKs after the answer (rc_responder.c). A program that answers each
+ * one-packet message with a request of its own has the ACK of the message
+ * follow its answer out, so that a ping-pong's peer, polling for its
+ * request's completion, takes the answer in the same poll. Before, the
+ * ACK left when the batch that brought the message ended, always before
+ * the program could answer: not once in ROUNDS did the answer go first.
+ * Whatever waits, every ACK comes, for the right PSN, and before any other
+ * answer of the QP's (a READ response); one the program leaves unanswered
+ * comes without the program's help.
+ *
+ * This process plays the requester with a plain UDP socket on PEER_IP
+ * (lo) and sends SENDs to a uroce RC QP on the wire, which answers each
+ * with a SEND of its own. */
+#include <unistd.h>
+
+#include "../check.h"
+#include "pair.h"
+#include "peer_packet.h"
+
+#define PEER_QPN  0x321
+#define FIRST_PSN 500 /* the uroce QP's */
+#define ROUNDS	  20
+#define SIZE	  8
+
+enum { SEND_ONLY = 0x04, READ_REQUEST = 0x0c, READ_RESPONSE_ONLY = 0x10, ACKNOWLEDGE = 0x11 };
+
+static struct side S;
+static const struct ibv_qp_cap CAP = {
+    .max_send_wr = 8, .max_recv_wr = ROUNDS + 4, .max_send_sge = 1, .max_recv_sge = 1};
+static uint32_t peer_psn; /* the next request's */
+
+static void peer_sends(int fd, struct uro_roce_packet *p)
+{
+	p->pkey = 0xffff;
+	p->dest_qp = S.qp->qp_num;
+	CHECK(peer_send(fd, p, htonl(PEER_IP), htons(URO_ROCE_PORT)) > 0);
+}
+
+static void peer_send_message(int fd)
+{
+	static const uint8_t payload[SIZE] = "message";
+	struct uro_roce_packet p = {.opcode = SEND_ONLY,
+				    .ack_req = 1,
+				    .psn = peer_psn++,
+				    .payload = payload,
+				    .payload_len = SIZE};
+
+	peer_sends(fd, &p);
+}
+
+/* The peer acknowledges the uroce QP's request psn. */
+static void peer_ack(int fd, uint32_t psn)
+{
+	struct uro_roce_packet p = {.opcode = ACKNOWLEDGE, .psn = psn};
+
+	peer_sends(fd, &p);
+}
+
+static void expect_completion(uint64_t wr_id, enum ibv_wc_opcode opcode)
+{
+	struct ibv_wc wc;
+
+	CHECK_EQ(poll_one(S.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, wr_id);
+	CHECK_EQ(wc.opcode, opcode);
+}
+
+static void answer(uint64_t wr_id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)S.buf, .length = SIZE, .lkey = S.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	CHECK_EQ(ibv_post_send(S.qp, &wr, &bad), 0);
+}
+
+/* Each message is answered as soon as its receive completes. Whether the
+ * answer or the ACK reaches the peer first depends on how soon the
+ * program answers (within URO_WIRE_ACK_WAIT_NS); under load it may not,
+ * but over ROUNDS it does at least once. */
+static void test_answer_goes_first(int fd)
+{
+	unsigned answer_first = 0;
+
+	for (uint32_t i = 0; i < ROUNDS; i++) {
+		uint32_t msg = peer_psn, psn[2];
+		int op[2];
+
+		peer_send_message(fd);
+		expect_completion(i, IBV_WC_RECV);
+		answer(100 + i);
+		op[0] = peer_next(fd, &psn[0], 2000);
+		op[1] = peer_next(fd, &psn[1], 2000);
+		answer_first += op[0] == SEND_ONLY;
+		if (op[0] == SEND_ONLY) {
+			CHECK_EQ(psn[0], FIRST_PSN + i);
+			CHECK_EQ(op[1], ACKNOWLEDGE);
+			CHECK_EQ(psn[1], msg);
+		} else {
+			CHECK_EQ(op[0], ACKNOWLEDGE);
+			CHECK_EQ(psn[0], msg);
+			CHECK_EQ(op[1], SEND_ONLY);
+			CHECK_EQ(psn[1], FIRST_PSN + i);
+		}
+		peer_ack(fd, FIRST_PSN + i);
+		expect_completion(100 + i, IBV_WC_SEND);
+	}
+	printf("# the answer went first in %u of %d rounds\n", answer_first, ROUNDS);
+	CHECK(answer_first > 0);
+}
+
+/* A message the program leaves unanswered, after a ping-pong: its ACK
+ * comes while the program sleeps and calls nothing. */
+static void test_unanswered_acked(int fd)
+{
+	uint32_t msg = peer_psn, psn;
+
+	peer_send_message(fd);
+	expect_completion(ROUNDS, IBV_WC_RECV);
+	CHECK_EQ(peer_next(fd, &psn, 2000), ACKNOWLEDGE);
+	CHECK_EQ(psn, msg);
+}
+
+/* A READ after a message whose ACK may wait: the ACK comes first, then the
+ * READ's data (an answer never overtakes an ACK due before it). */
+static void test_ack_before_read_response(int fd)
+{
+	uint32_t msg, psn;
+	struct uro_roce_packet read = {.opcode = READ_REQUEST, .ack_req = 1};
+
+	/* One more answered round, so that the next message's ACK waits. */
+	peer_send_message(fd);
+	expect_completion(ROUNDS + 1, IBV_WC_RECV);
+	answer(200);
+	for (int k = 0; k < 2; k++)
+		CHECK(peer_next(fd, &psn, 2000) >= 0);
+	peer_ack(fd, FIRST_PSN + ROUNDS);
+	expect_completion(200, IBV_WC_SEND);
+
+	msg = peer_psn;
+	peer_send_message(fd);
+	read.psn = peer_psn++;
+	read.reth.va = (uintptr_t)S.buf;
+	read.reth.rkey = S.mr->rkey;
+	read.reth.len = SIZE;
+	peer_sends(fd, &read);
+	expect_completion(ROUNDS + 2, IBV_WC_RECV);
+	CHECK_EQ(peer_next(fd, &psn, 2000), ACKNOWLEDGE);
+	CHECK_EQ(psn, msg);
+	CHECK_EQ(peer_next(fd, &psn, 2000), READ_RESPONSE_ONLY);
+	CHECK_EQ(psn, read.psn);
+}
+
+int main(void)
+{
+	int fd = peer_socket();
+
+	CHECK(fd >= 0);
+	CHECK_EQ(side_open(&S, IBV_QPT_RC, 64, CAP), 0);
+	if (check_failed)
+		return check_report();
+	CHECK_EQ(peer_connect(S.qp, PEER_QPN, FIRST_PSN, IBV_ACCESS_REMOTE_READ), 0);
+	for (uint32_t i = 0; i < ROUNDS + 3; i++)
+		CHECK_EQ(post_recv_buf(&S, i, S.buf + 1024 + SIZE * i, SIZE), 0);
+	RUN(test_answer_goes_first(fd), 30);
+	RUN(test_unanswered_acked(fd), 30);
+	RUN(test_ack_before_read_response(fd), 30);
+	close(fd);
+	side_close(&S);
+	return check_report();
+}
