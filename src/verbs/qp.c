@@ -460,6 +460,7 @@ static int wire_transition(struct uro_context *ctx, struct uro_qp *qp, int attac
 		int locked;
 
 		pthread_mutex_lock(&ctx->wire->rx_lock);
+		uro_wire_ack_waiting(ctx, qp);
 		locked = uro_mt_lock(&qp->sq_lock);
 		uro_wire_qp_reset(qp);
 		uro_mt_unlock(&qp->sq_lock, locked);
@@ -566,8 +567,10 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		uro_arena_free(&ctx->seg, qp->pub->rq.ring, rq_bytes(&qp->pub->rq));
 	/* Not while the progress thread is retrying on it. */
 	pthread_mutex_lock(&ctx->progress.lock);
-	if (ctx->wire) /* nor while a poll answers its packets */
+	if (ctx->wire) { /* nor while a poll answers its packets */
 		pthread_mutex_lock(&ctx->wire->rx_lock);
+		uro_wire_ack_waiting(ctx, qp);
+	}
 	ctx->qps[qp->index] = NULL;
 	if (ctx->wire)
 		pthread_mutex_unlock(&ctx->wire->rx_lock);

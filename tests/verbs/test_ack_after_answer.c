@@ -6,11 +6,15 @@
  * the program could answer: not once in ROUNDS did the answer go first.
  * Whatever waits, every ACK comes, for the right PSN, and before any other
  * answer of the QP's (a READ response); one the program leaves unanswered
- * comes without the program's help.
+ * comes without the program's help, and so does one whose QP the program
+ * destroys, or whose program exits, right after the message's receive
+ * (ibv_rc_pingpong's last message: its peer's SEND ended in
+ * IBV_WC_RETRY_EXC_ERR when such an ACK was lost with the QP).
  *
  * This process plays the requester with a plain UDP socket on PEER_IP
  * (lo) and sends SENDs to a uroce RC QP on the wire, which answers each
  * with a SEND of its own. */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -29,14 +33,19 @@ static const struct ibv_qp_cap CAP = {
     .max_send_wr = 8, .max_recv_wr = ROUNDS + 4, .max_send_sge = 1, .max_recv_sge = 1};
 static uint32_t peer_psn; /* the next request's */
 
-static void peer_sends(int fd, struct uro_roce_packet *p)
+static void peer_sends_to(int fd, uint32_t qpn, struct uro_roce_packet *p)
 {
 	p->pkey = 0xffff;
-	p->dest_qp = S.qp->qp_num;
+	p->dest_qp = qpn;
 	CHECK(peer_send(fd, p, htonl(PEER_IP), htons(URO_ROCE_PORT)) > 0);
 }
 
-static void peer_send_message(int fd)
+static void peer_sends(int fd, struct uro_roce_packet *p)
+{
+	peer_sends_to(fd, S.qp->qp_num, p);
+}
+
+static void peer_send_message_to(int fd, uint32_t qpn)
 {
 	static const uint8_t payload[SIZE] = "message";
 	struct uro_roce_packet p = {.opcode = SEND_ONLY,
@@ -45,15 +54,25 @@ static void peer_send_message(int fd)
 				    .payload = payload,
 				    .payload_len = SIZE};
 
-	peer_sends(fd, &p);
+	peer_sends_to(fd, qpn, &p);
 }
 
-/* The peer acknowledges the uroce QP's request psn. */
-static void peer_ack(int fd, uint32_t psn)
+static void peer_send_message(int fd)
+{
+	peer_send_message_to(fd, S.qp->qp_num);
+}
+
+/* The peer acknowledges the request psn of the uroce QP qpn. */
+static void peer_ack_to(int fd, uint32_t qpn, uint32_t psn)
 {
 	struct uro_roce_packet p = {.opcode = ACKNOWLEDGE, .psn = psn};
 
-	peer_sends(fd, &p);
+	peer_sends_to(fd, qpn, &p);
+}
+
+static void peer_ack(int fd, uint32_t psn)
+{
+	peer_ack_to(fd, S.qp->qp_num, psn);
 }
 
 static void expect_completion(uint64_t wr_id, enum ibv_wc_opcode opcode)
@@ -66,9 +85,9 @@ static void expect_completion(uint64_t wr_id, enum ibv_wc_opcode opcode)
 	CHECK_EQ(wc.opcode, opcode);
 }
 
-static void answer(uint64_t wr_id)
+static int answer_on(struct side *s, uint64_t wr_id)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)S.buf, .length = SIZE, .lkey = S.mr->lkey};
+	struct ibv_sge sge = {.addr = (uintptr_t)s->buf, .length = SIZE, .lkey = s->mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = wr_id,
 				 .sg_list = &sge,
 				 .num_sge = 1,
@@ -76,7 +95,12 @@ static void answer(uint64_t wr_id)
 				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;
 
-	CHECK_EQ(ibv_post_send(S.qp, &wr, &bad), 0);
+	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+static void answer(uint64_t wr_id)
+{
+	CHECK_EQ(answer_on(&S, wr_id), 0);
 }
 
 /* Each message is answered as soon as its receive completes. Whether the
@@ -156,6 +180,75 @@ static void test_ack_before_read_response(int fd)
 	CHECK_EQ(psn, read.psn);
 }
 
+/* A side in a child process of its own, connected to the peer as
+ * PEER_QPN + 1: it answers ROUNDS messages, then receives one more and
+ * ends as `how` says: destroys its QP and ends without running the
+ * library's exit handlers, or exits without destroying anything. */
+enum end { DESTROY_QP, EXIT };
+
+static int child(int qpn_out, enum end how)
+{
+	static struct side C;
+	struct ibv_wc wc;
+	uint32_t qpn;
+
+	if (side_open(&C, IBV_QPT_RC, 64, CAP) || peer_connect(C.qp, PEER_QPN + 1, FIRST_PSN, 0))
+		return 2;
+	for (uint32_t i = 0; i <= ROUNDS; i++)
+		if (post_recv_buf(&C, i, C.buf + SIZE * i, SIZE))
+			return 3;
+	qpn = C.qp->qp_num;
+	if (write(qpn_out, &qpn, sizeof(qpn)) != sizeof(qpn))
+		return 4;
+	for (uint32_t i = 0; i <= ROUNDS; i++) {
+		do
+			if (ibv_poll_cq(C.cq, 1, &wc) < 0)
+				return 5;
+		while (!(wc.opcode == IBV_WC_RECV && wc.wr_id == i) || wc.status != IBV_WC_SUCCESS);
+		if (i < ROUNDS && answer_on(&C, 100 + i))
+			return 6;
+	}
+	/* The last message received: the program is done with it. */
+	if (how == DESTROY_QP && ibv_destroy_qp(C.qp))
+		return 7;
+	return 0; /* exit(3), with the context open */
+}
+
+/* The peer's side of child(): a ping-pong, then a last message whose ACK
+ * must come though the program answers it no more. */
+static void test_last_message_acked(int fd, enum end how)
+{
+	int pipefd[2];
+	uint32_t qpn = 0, psn;
+	pid_t pid;
+	int status;
+
+	peer_psn = 0;
+	CHECK_EQ(pipe(pipefd), 0);
+	pid = fork();
+	if (pid == 0) {
+		int r = child(pipefd[1], how);
+
+		if (how == DESTROY_QP)
+			_exit(r); /* the ACK left with the QP, or never */
+		exit(r);
+	}
+	CHECK_EQ(read(pipefd[0], &qpn, sizeof(qpn)), (ssize_t)sizeof(qpn));
+	for (uint32_t i = 0; i < ROUNDS; i++) {
+		peer_send_message_to(fd, qpn);
+		for (int k = 0; k < 2; k++)
+			CHECK(peer_next(fd, &psn, 2000) >= 0);
+		peer_ack_to(fd, qpn, FIRST_PSN + i);
+	}
+	peer_send_message_to(fd, qpn);
+	CHECK_EQ(peer_next(fd, &psn, 2000), ACKNOWLEDGE);
+	CHECK_EQ(psn, ROUNDS);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
 int main(void)
 {
 	int fd = peer_socket();
@@ -170,6 +263,8 @@ int main(void)
 	RUN(test_answer_goes_first(fd), 30);
 	RUN(test_unanswered_acked(fd), 30);
 	RUN(test_ack_before_read_response(fd), 30);
+	RUN(test_last_message_acked(fd, DESTROY_QP), 30);
+	RUN(test_last_message_acked(fd, EXIT), 30);
 	close(fd);
 	side_close(&S);
 	return check_report();

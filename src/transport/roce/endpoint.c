@@ -879,9 +879,24 @@ void uro_wire_close(struct uro_context *ctx)
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
 		for (int i = 0; i < 64 && receive_udp(ctx, (enum uro_wire_family)f) > 0; i++)
 			;
+	uro_wire_deferred_acks(ctx, UINT64_MAX);
 	pthread_mutex_unlock(&w->rx_lock);
 	endpoint_free(w);
 	ctx->wire = NULL;
+}
+
+/* A program may end right after its last receive without closing its
+ * context: the ACKs its QPs kept waiting for an answer (rc_responder.c)
+ * leave as it exits, as a NIC's would have, unless a receiver holds them
+ * (a thread that called exit while receiving). */
+void uro_wire_exit(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = ctx->wire;
+
+	if (!w || pthread_mutex_trylock(&w->rx_lock))
+		return;
+	uro_wire_deferred_acks(ctx, UINT64_MAX);
+	pthread_mutex_unlock(&w->rx_lock);
 }
 
 void uro_wire_kick(struct uro_context *ctx)

@@ -764,6 +764,15 @@ uint64_t uro_wire_deferred_acks(struct uro_context *ctx, uint64_t now)
 	return left;
 }
 
+/* The ACK qp kept waiting, now: the QP goes (destroyed, reset) and its
+ * program may be done with it, its last message received (ibv_rc_pingpong
+ * destroys its QP right after its last receive completes). Under rx_lock. */
+void uro_wire_ack_waiting(struct uro_context *ctx, struct uro_qp *qp)
+{
+	if (qp->wire && qp->wire->rq.ack_deferred)
+		send_due_ack(ctx, qp);
+}
+
 /* After a request of qp's left: the ACK that waited for it follows it, and
  * a request soon after a lone message's ACK shows the program answering. */
 void uro_wire_ack_after_request(struct uro_context *ctx, struct uro_qp *qp)

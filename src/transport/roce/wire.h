@@ -308,6 +308,7 @@ struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx, const union ibv
 void uro_wire_dest(const struct uro_wire_endpoint *w, const union ibv_gid *gid,
 		   struct uro_wire_dest *d);
 void uro_wire_close(struct uro_context *ctx);
+void uro_wire_exit(struct uro_context *ctx);
 /* Wakes the progress thread out of its ppoll. */
 void uro_wire_kick(struct uro_context *ctx);
 /* Sends the packet whose transport part (BTH onwards, tlen bytes) starts
@@ -424,6 +425,7 @@ void uro_wire_batch_end(struct uro_context *ctx);
 uint64_t uro_wire_deferred_acks(struct uro_context *ctx, uint64_t now);
 uint64_t uro_wire_thread_sleeps(struct uro_wire_endpoint *w, uint64_t next, int after_pass);
 void uro_wire_ack_after_request(struct uro_context *ctx, struct uro_qp *qp);
+void uro_wire_ack_waiting(struct uro_context *ctx, struct uro_qp *qp);
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp,
 		      const struct uro_roce_packet *pkt);
 /* ud.c */
