@@ -151,6 +151,7 @@ static void test_rdma_and_atomics(void)
 	wr.wr.atomic.swap = 9;
 	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
 	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.opcode, IBV_WC_COMP_SWAP);
 	CHECK_EQ(*result, 5);
 	CHECK_EQ(*target, 9);
@@ -158,6 +159,7 @@ static void test_rdma_and_atomics(void)
 	wr.wr.atomic.compare_add = 3;
 	CHECK_EQ(ibv_post_send(A.qp, &wr, &bad), 0);
 	CHECK_EQ(poll_one(A.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(wc.opcode, IBV_WC_FETCH_ADD);
 	CHECK_EQ(*result, 9);
 	CHECK_EQ(*target, 12);
