@@ -30,7 +30,7 @@ enum { SEND_ONLY = 0x04, READ_REQUEST = 0x0c, READ_RESPONSE_ONLY = 0x10, ACKNOWL
 
 static struct side S;
 static const struct ibv_qp_cap CAP = {
-    .max_send_wr = 8, .max_recv_wr = ROUNDS + 4, .max_send_sge = 1, .max_recv_sge = 1};
+    .max_send_wr = 8, .max_recv_wr = 2 * ROUNDS + 4, .max_send_sge = 1, .max_recv_sge = 1};
 static uint32_t peer_psn; /* the next request's */
 
 static void peer_sends_to(int fd, uint32_t qpn, struct uro_roce_packet *p)
@@ -103,37 +103,48 @@ static void answer(uint64_t wr_id)
 	CHECK_EQ(answer_on(&S, wr_id), 0);
 }
 
-/* Each message is answered as soon as its receive completes. Whether the
- * answer or the ACK reaches the peer first depends on how soon the
- * program answers (within URO_WIRE_ACK_WAIT_NS); under load it may not,
- * but over ROUNDS it does at least once. */
+static uint32_t received; /* the messages this side received so far */
+static uint32_t sent;	  /* its answers so far */
+
+/* The peer sends a message; the program answers it as soon as its receive
+ * completes. Whether the answer reaches the peer before the message's
+ * ACK: 1 if it did. Either way both come, for their PSNs. */
+static int round_trip(int fd)
+{
+	uint32_t msg = peer_psn, psn[2], req = FIRST_PSN + sent;
+	uint64_t id = 100 + sent++;
+	int op[2];
+
+	peer_send_message(fd);
+	expect_completion(received++, IBV_WC_RECV);
+	answer(id);
+	op[0] = peer_next(fd, &psn[0], 2000);
+	op[1] = peer_next(fd, &psn[1], 2000);
+	if (op[0] == SEND_ONLY) {
+		CHECK_EQ(psn[0], req);
+		CHECK_EQ(op[1], ACKNOWLEDGE);
+		CHECK_EQ(psn[1], msg);
+	} else {
+		CHECK_EQ(op[0], ACKNOWLEDGE);
+		CHECK_EQ(psn[0], msg);
+		CHECK_EQ(op[1], SEND_ONLY);
+		CHECK_EQ(psn[1], req);
+	}
+	peer_ack(fd, req);
+	expect_completion(id, IBV_WC_SEND);
+	return op[0] == SEND_ONLY;
+}
+
+/* Whether the answer goes first depends on how soon the program answers
+ * (within URO_WIRE_ACK_WAIT_NS); under load it may not, but over ROUNDS
+ * (more than the URO_WIRE_ANSWERED a QP takes to count as answering) it
+ * does at least once. */
 static void test_answer_goes_first(int fd)
 {
 	unsigned answer_first = 0;
 
-	for (uint32_t i = 0; i < ROUNDS; i++) {
-		uint32_t msg = peer_psn, psn[2];
-		int op[2];
-
-		peer_send_message(fd);
-		expect_completion(i, IBV_WC_RECV);
-		answer(100 + i);
-		op[0] = peer_next(fd, &psn[0], 2000);
-		op[1] = peer_next(fd, &psn[1], 2000);
-		answer_first += op[0] == SEND_ONLY;
-		if (op[0] == SEND_ONLY) {
-			CHECK_EQ(psn[0], FIRST_PSN + i);
-			CHECK_EQ(op[1], ACKNOWLEDGE);
-			CHECK_EQ(psn[1], msg);
-		} else {
-			CHECK_EQ(op[0], ACKNOWLEDGE);
-			CHECK_EQ(psn[0], msg);
-			CHECK_EQ(op[1], SEND_ONLY);
-			CHECK_EQ(psn[1], FIRST_PSN + i);
-		}
-		peer_ack(fd, FIRST_PSN + i);
-		expect_completion(100 + i, IBV_WC_SEND);
-	}
+	for (uint32_t i = 0; i < ROUNDS; i++)
+		answer_first += round_trip(fd);
 	printf("# the answer went first in %u of %d rounds\n", answer_first, ROUNDS);
 	CHECK(answer_first > 0);
 }
@@ -145,7 +156,7 @@ static void test_unanswered_acked(int fd)
 	uint32_t msg = peer_psn, psn;
 
 	peer_send_message(fd);
-	expect_completion(ROUNDS, IBV_WC_RECV);
+	expect_completion(received++, IBV_WC_RECV);
 	CHECK_EQ(peer_next(fd, &psn, 2000), ACKNOWLEDGE);
 	CHECK_EQ(psn, msg);
 }
@@ -157,15 +168,9 @@ static void test_ack_before_read_response(int fd)
 	uint32_t msg, psn;
 	struct uro_roce_packet read = {.opcode = READ_REQUEST, .ack_req = 1};
 
-	/* One more answered round, so that the next message's ACK waits. */
-	peer_send_message(fd);
-	expect_completion(ROUNDS + 1, IBV_WC_RECV);
-	answer(200);
-	for (int k = 0; k < 2; k++)
-		CHECK(peer_next(fd, &psn, 2000) >= 0);
-	peer_ack(fd, FIRST_PSN + ROUNDS);
-	expect_completion(200, IBV_WC_SEND);
-
+	/* A ping-pong again, so that the next message's ACK waits. */
+	for (uint32_t i = 0; i < ROUNDS; i++)
+		round_trip(fd);
 	msg = peer_psn;
 	peer_send_message(fd);
 	read.psn = peer_psn++;
@@ -173,7 +178,7 @@ static void test_ack_before_read_response(int fd)
 	read.reth.rkey = S.mr->rkey;
 	read.reth.len = SIZE;
 	peer_sends(fd, &read);
-	expect_completion(ROUNDS + 2, IBV_WC_RECV);
+	expect_completion(received++, IBV_WC_RECV);
 	CHECK_EQ(peer_next(fd, &psn, 2000), ACKNOWLEDGE);
 	CHECK_EQ(psn, msg);
 	CHECK_EQ(peer_next(fd, &psn, 2000), READ_RESPONSE_ONLY);
@@ -258,7 +263,7 @@ int main(void)
 	if (check_failed)
 		return check_report();
 	CHECK_EQ(peer_connect(S.qp, PEER_QPN, FIRST_PSN, IBV_ACCESS_REMOTE_READ), 0);
-	for (uint32_t i = 0; i < ROUNDS + 3; i++)
+	for (uint32_t i = 0; i < 2 * ROUNDS + 2; i++)
 		CHECK_EQ(post_recv_buf(&S, i, S.buf + 1024 + SIZE * i, SIZE), 0);
 	RUN(test_answer_goes_first(fd), 30);
 	RUN(test_unanswered_acked(fd), 30);

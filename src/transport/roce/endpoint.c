@@ -899,6 +899,20 @@ void uro_wire_exit(struct uro_context *ctx)
 	pthread_mutex_unlock(&w->rx_lock);
 }
 
+/* The program turns from its exchanges to other things (it creates or
+ * changes a QP, or sleeps on a completion channel): the ACKs its QPs kept
+ * waiting for an answer leave now (rc_responder.c). */
+void uro_wire_acks_now(struct uro_context *ctx)
+{
+	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
+
+	if (!w || !__atomic_load_n(&w->deferred_acks, __ATOMIC_SEQ_CST))
+		return;
+	pthread_mutex_lock(&w->rx_lock);
+	uro_wire_deferred_acks(ctx, UINT64_MAX);
+	pthread_mutex_unlock(&w->rx_lock);
+}
+
 void uro_wire_kick(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);

@@ -694,22 +694,28 @@ void uro_wire_place_runs(struct uro_context *ctx)
  * for the QP's next request and follows it out
  * (uro_wire_ack_after_request), URO_WIRE_ACK_WAIT_NS at most: a responder
  * may coalesce ACKs (IBTA 9.7.5.1.2), and this is far within any ACK
- * timeout. A program that did not answer in time is not waited for again
- * until it is seen answering, so a stream of one-way messages is
- * acknowledged at once. A second message ends the wait; any other answer
- * of the QP's sends the ACK first. */
+ * timeout. Seen answering means URO_WIRE_ANSWERED answers in a row, each
+ * soon after its message's ACK; a program that did not answer in time
+ * starts the run again, so one-way messages and a handshake's few rounds
+ * are acknowledged at once (perftest -R's server listens again only once
+ * its last message is acknowledged, and its client connects at once). A
+ * second message ends the wait; any other answer of the QP's sends the ACK
+ * first, and so does a program that turns to other things
+ * (uro_wire_acks_now). */
 static void ack_lone(struct uro_context *ctx, struct uro_qp *qp, uint64_t now)
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
 
-	if (__atomic_load_n(&rq->answers, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&rq->answered, __ATOMIC_RELAXED) >= URO_WIRE_ANSWERED) {
 		rq->ack_until = now + URO_WIRE_ACK_WAIT_NS;
 		__atomic_store_n(&rq->ack_deferred, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&ctx->wire->deferred_acks, 1, __ATOMIC_SEQ_CST);
 		return;
 	}
 	send_due_ack(ctx, qp);
-	__atomic_store_n(&rq->lone_acked_ns, now, __ATOMIC_RELAXED);
+	/* The one before went unanswered: the run starts again. */
+	if (__atomic_exchange_n(&rq->lone_acked_ns, now, __ATOMIC_RELAXED))
+		__atomic_store_n(&rq->answered, 0, __ATOMIC_RELAXED);
 }
 
 void uro_wire_batch_end(struct uro_context *ctx)
@@ -752,7 +758,7 @@ uint64_t uro_wire_deferred_acks(struct uro_context *ctx, uint64_t now)
 			continue;
 		rq = &qp->wire->rq;
 		if (now >= rq->ack_until) {
-			__atomic_store_n(&rq->answers, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&rq->answered, 0, __ATOMIC_RELAXED);
 			send_due_ack(ctx, qp);
 			continue;
 		}
@@ -780,10 +786,11 @@ void uro_wire_ack_after_request(struct uro_context *ctx, struct uro_qp *qp)
 	struct uro_wire_rq *rq = &qp->wire->rq;
 	uint64_t acked = __atomic_load_n(&rq->lone_acked_ns, __ATOMIC_RELAXED);
 
-	if (acked) {
-		__atomic_store_n(&rq->lone_acked_ns, 0, __ATOMIC_RELAXED);
-		if (uro_now_ns() - acked < URO_WIRE_ANSWER_NS)
-			__atomic_store_n(&rq->answers, 1, __ATOMIC_RELAXED);
+	if (acked && (acked = __atomic_exchange_n(&rq->lone_acked_ns, 0, __ATOMIC_RELAXED))) {
+		unsigned n = __atomic_load_n(&rq->answered, __ATOMIC_RELAXED);
+
+		n = uro_now_ns() - acked < URO_WIRE_ANSWER_NS ? n + (n < URO_WIRE_ANSWERED) : 0;
+		__atomic_store_n(&rq->answered, n, __ATOMIC_RELAXED);
 	}
 	if (!__atomic_load_n(&rq->ack_deferred, __ATOMIC_RELAXED))
 		return;

@@ -68,6 +68,7 @@
  * next round trips their wait. */
 #define URO_WIRE_ACK_WAIT_NS (50 * 1000ull)
 #define URO_WIRE_ANSWER_NS   (200 * 1000ull)
+#define URO_WIRE_ANSWERED    8 /* answers in a row that make a QP's program one that answers */
 
 struct uro_wire_faults;
 
@@ -246,15 +247,16 @@ struct uro_wire_rq {
 	uint32_t ack_psn;
 	/* ACKs after the answer (rc_responder.c): the due ACK is a lone
 	 * one-packet message's (ack_lone); it waits for this QP's next
-	 * request until ack_until (ack_deferred), which it does only while
-	 * the program answers (answers: a request of this QP's followed such
-	 * an ACK, sent at lone_acked_ns, within URO_WIRE_ANSWER_NS, or
-	 * overtook a waiting one; a wait that ran out clears it). The last
-	 * three are read and written by the post path without rx_lock. */
+	 * request until ack_until (ack_deferred), which it does only once
+	 * the program answers (answered: how many such ACKs in a row, sent at
+	 * once, the last at lone_acked_ns, a request of this QP's followed
+	 * within URO_WIRE_ANSWER_NS, up to URO_WIRE_ANSWERED; a late answer or
+	 * a wait that ran out sets it to 0). The last three are read and
+	 * written by the post path without rx_lock. */
 	int ack_lone;
 	uint64_t ack_until;
 	int ack_deferred;
-	int answers;
+	unsigned answered;
 	uint64_t lone_acked_ns;
 };
 
@@ -309,6 +311,7 @@ void uro_wire_dest(const struct uro_wire_endpoint *w, const union ibv_gid *gid,
 		   struct uro_wire_dest *d);
 void uro_wire_close(struct uro_context *ctx);
 void uro_wire_exit(struct uro_context *ctx);
+void uro_wire_acks_now(struct uro_context *ctx);
 /* Wakes the progress thread out of its ppoll. */
 void uro_wire_kick(struct uro_context *ctx);
 /* Sends the packet whose transport part (BTH onwards, tlen bytes) starts
