@@ -137,7 +137,7 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 
 	if (err)
 		return uro_fail_null(err);
-	uro_wire_acks_now(ctx);
+	uro_wire_acks_now(ctx, 1);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return uro_fail_null(ENOMEM);
@@ -450,7 +450,7 @@ static int goes_on_wire(struct uro_context *ctx, struct ibv_qp *qp, enum ibv_qp_
 static int wire_transition(struct uro_context *ctx, struct uro_qp *qp, int attach,
 			   enum ibv_qp_state cur, enum ibv_qp_state next)
 {
-	uro_wire_acks_now(ctx);
+	uro_wire_acks_now(ctx, 1);
 	if (attach)
 		return uro_wire_qp_attach(ctx, qp);
 	if (qp->wire && cur == IBV_QPS_RTR && next == IBV_QPS_RTS)

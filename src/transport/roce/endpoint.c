@@ -885,30 +885,21 @@ void uro_wire_close(struct uro_context *ctx)
 	ctx->wire = NULL;
 }
 
-/* A program may end right after its last receive without closing its
- * context: the ACKs its QPs kept waiting for an answer (rc_responder.c)
- * leave as it exits, as a NIC's would have, unless a receiver holds them
- * (a thread that called exit while receiving). */
-void uro_wire_exit(struct uro_context *ctx)
-{
-	struct uro_wire_endpoint *w = ctx->wire;
-
-	if (!w || pthread_mutex_trylock(&w->rx_lock))
-		return;
-	uro_wire_deferred_acks(ctx, UINT64_MAX);
-	pthread_mutex_unlock(&w->rx_lock);
-}
-
-/* The program turns from its exchanges to other things (it creates or
- * changes a QP, or sleeps on a completion channel): the ACKs its QPs kept
- * waiting for an answer leave now (rc_responder.c). */
-void uro_wire_acks_now(struct uro_context *ctx)
+/* The ACKs the QPs kept waiting for an answer (rc_responder.c) leave now,
+ * as a NIC's would have: the program turns from its exchanges to other
+ * things (it creates or changes a QP, or sleeps on a completion channel),
+ * or exits without closing its context. At exit (wait 0) not if a
+ * receiver holds them: a thread that called exit while receiving. */
+void uro_wire_acks_now(struct uro_context *ctx, int wait)
 {
 	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
 
 	if (!w || !__atomic_load_n(&w->deferred_acks, __ATOMIC_SEQ_CST))
 		return;
-	pthread_mutex_lock(&w->rx_lock);
+	if (wait)
+		pthread_mutex_lock(&w->rx_lock);
+	else if (pthread_mutex_trylock(&w->rx_lock))
+		return;
 	uro_wire_deferred_acks(ctx, UINT64_MAX);
 	pthread_mutex_unlock(&w->rx_lock);
 }

@@ -29,7 +29,7 @@ void uro_wire_idle(struct uro_context *ctx)
 	if (!w)
 		return;
 	__atomic_store_n(&w->last_active_ns, 0, __ATOMIC_RELAXED);
-	uro_wire_acks_now(ctx);
+	uro_wire_acks_now(ctx, 1);
 	uro_wire_kick(ctx);
 }
 

@@ -310,8 +310,7 @@ struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx, const union ibv
 void uro_wire_dest(const struct uro_wire_endpoint *w, const union ibv_gid *gid,
 		   struct uro_wire_dest *d);
 void uro_wire_close(struct uro_context *ctx);
-void uro_wire_exit(struct uro_context *ctx);
-void uro_wire_acks_now(struct uro_context *ctx);
+void uro_wire_acks_now(struct uro_context *ctx, int wait);
 /* Wakes the progress thread out of its ppoll. */
 void uro_wire_kick(struct uro_context *ctx);
 /* Sends the packet whose transport part (BTH onwards, tlen bytes) starts
