@@ -425,7 +425,9 @@ void uro_wire_place_runs(struct uro_context *ctx);
  * for all the batch's packets that asked for one. */
 void uro_wire_batch_end(struct uro_context *ctx);
 uint64_t uro_wire_deferred_acks(struct uro_context *ctx, uint64_t now);
+/* ack_wait.c */
 uint64_t uro_wire_thread_sleeps(struct uro_wire_endpoint *w, uint64_t next, int after_pass);
+void uro_wire_thread_looks_soon(struct uro_context *ctx, struct uro_wire_endpoint *w);
 void uro_wire_ack_after_request(struct uro_context *ctx, struct uro_qp *qp);
 void uro_wire_ack_waiting(struct uro_context *ctx, struct uro_qp *qp);
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp,
