@@ -23,10 +23,10 @@ static size_t align_up(size_t v, size_t a)
 
 static int init_pools(struct uro_segment *s)
 {
-	if (uro_index_pool_init(&s->qp_ids, URO_MAX_QP) ||
-	    uro_index_pool_init(&s->cq_ids, URO_MAX_CQ) ||
-	    uro_index_pool_init(&s->srq_ids, URO_MAX_SRQ) ||
-	    uro_index_pool_init(&s->mr_ids, URO_MAX_MR))
+	if (uro_index_pool_init(&s->qp_ids, URO_MAX_QP, URO_REUSE_LAST) ||
+	    uro_index_pool_init(&s->cq_ids, URO_MAX_CQ, URO_REUSE_FIRST) ||
+	    uro_index_pool_init(&s->srq_ids, URO_MAX_SRQ, URO_REUSE_LAST) ||
+	    uro_index_pool_init(&s->mr_ids, URO_MAX_MR, URO_REUSE_FIRST))
 		return -1;
 	return 0;
 }

@@ -54,15 +54,29 @@ static void test_arena(struct uro_segment *s)
 	uro_arena_free(s, c, URO_ARENA_SIZE);
 }
 
+/* A QP's index given back comes again last (a stale packet must not find
+ * a new QP under the old number); a key's index first (the key's
+ * generation tells them apart). index_pool.h. */
 static void test_ids(struct uro_segment *s)
 {
 	CHECK_EQ(uro_index_take(&s->qp_ids), 0);
 	CHECK_EQ(uro_index_take(&s->qp_ids), 1);
 	uro_index_give(&s->qp_ids, 0);
+	CHECK_EQ(uro_index_take(&s->qp_ids), 2);
+	for (unsigned i = 3; i < URO_MAX_QP; i++)
+		CHECK_EQ(uro_index_take(&s->qp_ids), i);
 	CHECK_EQ(uro_index_take(&s->qp_ids), 0);
-	for (unsigned i = 2; i < URO_MAX_QP; i++)
-		uro_index_take(&s->qp_ids);
 	CHECK_EQ(uro_index_take(&s->qp_ids), -1);
+	uro_index_give(&s->qp_ids, 5);
+	uro_index_give(&s->qp_ids, 3);
+	CHECK_EQ(uro_index_take(&s->qp_ids), 5);
+	CHECK_EQ(uro_index_take(&s->qp_ids), 3);
+
+	CHECK_EQ(uro_index_take(&s->mr_ids), 0);
+	CHECK_EQ(uro_index_take(&s->mr_ids), 1);
+	uro_index_give(&s->mr_ids, 0);
+	CHECK_EQ(uro_index_take(&s->mr_ids), 0);
+	CHECK_EQ(uro_index_take(&s->mr_ids), 2);
 }
 
 static char dir[] = "/tmp/uroce-seg-test-XXXXXX";

@@ -8,7 +8,10 @@
  * This process plays the responder with a plain UDP socket on 127.0.0.2
  * (lo), to which a uroce RC QP on the wire sends two SENDs. It answers the
  * first with an ACK, then sends eight stale NAKs, then the ACK of the
- * second: both SENDs must complete. */
+ * second: both SENDs must complete.
+ *
+ * A stale request, too: one still on its way to a destroyed QP finds no
+ * QP under its number, not the QP created next (index_pool.h). */
 #include <unistd.h>
 
 #include "../check.h"
@@ -77,6 +80,64 @@ static void test_stale_naks_cost_nothing(int fd)
 	}
 }
 
+/* A QP of S's connected to the peer, its receive queue at PSN 0 with
+ * one receive posted. */
+static struct ibv_qp *receiving_qp(void)
+{
+	struct ibv_qp_init_attr init = {
+	    .send_cq = S.cq, .recv_cq = S.cq, .cap = CAP, .qp_type = IBV_QPT_RC};
+	struct ibv_qp *qp = ibv_create_qp(S.pd, &init);
+	struct ibv_sge sge = {.addr = (uintptr_t)S.buf, .length = 64, .lkey = S.mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = 9, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	if (qp && (peer_connect(qp, PEER_QPN, 0, 0) || ibv_post_recv(qp, &wr, &bad))) {
+		ibv_destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+/* An 8-byte SEND Only from the peer to qpn, PSN 0. */
+static void send_to(int fd, uint32_t qpn)
+{
+	uint8_t payload[8] = "stale!";
+	struct uro_roce_packet p = {.opcode = 0x04 /* RC SEND Only */,
+				    .pkey = 0xffff,
+				    .dest_qp = qpn,
+				    .psn = 0,
+				    .payload = payload,
+				    .payload_len = sizeof(payload)};
+
+	CHECK(peer_send(fd, &p, htonl(PEER_IP), htons(URO_ROCE_PORT)) > 0);
+}
+
+static void test_stale_request_finds_no_new_qp(int fd)
+{
+	struct ibv_qp *old = receiving_qp(), *now;
+	uint32_t gone;
+	struct ibv_wc wc;
+
+	CHECK(old != NULL);
+	if (!old)
+		return;
+	gone = old->qp_num;
+	CHECK_EQ(ibv_destroy_qp(old), 0);
+	now = receiving_qp();
+	CHECK(now != NULL);
+	if (!now)
+		return;
+	CHECK(now->qp_num != gone);
+	send_to(fd, gone);
+	usleep(200 * 1000);
+	CHECK_EQ(ibv_poll_cq(S.cq, 1, &wc), 0);
+	/* The same SEND to the new QP's own number lands. */
+	send_to(fd, now->qp_num);
+	CHECK_EQ(poll_one(S.cq, &wc), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.qp_num, now->qp_num);
+	CHECK_EQ(ibv_destroy_qp(now), 0);
+}
+
 int main(void)
 {
 	int fd = peer_socket();
@@ -87,6 +148,7 @@ int main(void)
 		return check_report();
 	CHECK_EQ(peer_connect(S.qp, PEER_QPN, FIRST_PSN, 0), 0);
 	RUN(test_stale_naks_cost_nothing(fd), 30);
+	RUN(test_stale_request_finds_no_new_qp(fd), 30);
 	close(fd);
 	side_close(&S);
 	return check_report();
