@@ -146,17 +146,40 @@ static int take(int fd, const char *dir, unsigned slot, struct uro_slot *s)
 	return 1;
 }
 
+/* The first slots, tried in turn from after the last one this process
+ * took (or from one its pid picks): a context opened after another closed
+ * does not take its slot again at once, so its QPs do not take the closed
+ * context's QP numbers, which a stale packet may still name
+ * (index_pool.h). Only then the rest, lowest first: the registry file,
+ * which a multicast sender reads whole, stays a few KiB long. */
+#define URO_SLOT_TURN 64
+
+static unsigned last_taken;
+
+static unsigned nth_try(unsigned start, unsigned k)
+{
+	if (k < URO_SLOT_TURN - 1)
+		return 1 + (start + k) % (URO_SLOT_TURN - 1);
+	return k + 1;
+}
+
 int uro_registry_claim(const char *dir, struct uro_slot *s)
 {
 	int fd = open_registry(dir, O_RDWR | O_CREAT);
+	unsigned start = __atomic_load_n(&last_taken, __ATOMIC_RELAXED);
 	int rc = 1;
 
 	if (fd < 0)
 		return -1;
-	for (unsigned slot = 1; slot < URO_MAX_SLOTS && rc == 1; slot++)
-		rc = take(fd, dir, slot, s);
-	if (rc == 0)
+	if (!start)
+		start = (unsigned)getpid();
+	for (unsigned k = 0; k < URO_MAX_SLOTS - 1 && rc == 1; k++)
+		rc = take(fd, dir, nth_try(start, k), s);
+	if (rc == 0) {
+		if (s->slot < URO_SLOT_TURN)
+			__atomic_store_n(&last_taken, s->slot, __ATOMIC_RELAXED);
 		return 0;
+	}
 	if (rc == 1) {
 		uro_warn("no free uroce slot: all %u of this network namespace are held "
 			 "(`uroce stat` lists this user's processes)",

@@ -470,11 +470,11 @@ static void test_successive_peers(void)
  * child never saw it (an rsocket reconnect after an rpoll test hung). A
  * connection looks its peer up again (qp.c peer_check), so the SEND lands
  * at once: the ACK timeout here (4,096 us x 2^31) leaves no retransmission
- * to do it. */
+ * to do it. QP numbers and slots now come back late (index_pool.h,
+ * registry.c), so a successor seldom has its predecessor's numbers: each
+ * must still be reached, whatever numbers it has. */
 static void test_successor_of_vanished_peer(void)
 {
-	uint32_t first_qpn = 0;
-
 	setenv("PAIR_TIMEOUT", "31", 1);
 	for (int i = 0; i < 3; i++) {
 		int up[2], down[2];
@@ -486,9 +486,6 @@ static void test_successor_of_vanished_peer(void)
 		CHECK(pid > 0);
 		if (pid <= 0)
 			break;
-		if (i == 0)
-			first_qpn = qp->qp_num;
-		CHECK_EQ(qp->qp_num, first_qpn);
 		CHECK_EQ(small_send(qp), IBV_WC_SUCCESS);
 		CHECK_EQ(write(down[1], &how, 1), 1);
 		CHECK_EQ(read(up[0], &got, 1), 1);
