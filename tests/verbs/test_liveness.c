@@ -463,18 +463,20 @@ static void test_successive_peers(void)
 }
 
 /* Successive peers that leave without closing their context (a crash, or
- * rsocket test's children that _exit), each reached by a QP of ours made
- * again with the same number. The previous child's segment, still mapped
- * here, held a QP of the same number connected to ours: the first SEND to
- * the new child was staged there and completed successfully, and the new
- * child never saw it (an rsocket reconnect after an rpoll test hung). A
- * connection looks its peer up again (qp.c peer_check), so the SEND lands
- * at once: the ACK timeout here (4,096 us x 2^31) leaves no retransmission
- * to do it. QP numbers and slots now come back late (index_pool.h,
- * registry.c), so a successor seldom has its predecessor's numbers: each
- * must still be reached, whatever numbers it has. */
+ * rsocket test's children that _exit), each with the same QP number: a
+ * forked child starts its turn of slots where this process's stands
+ * (registry.c), so each takes the slot the one before left. The previous
+ * child's segment, still mapped here, held a QP of that number: the first
+ * SEND to the new child was staged there and completed successfully, and
+ * the new child never saw it (an rsocket reconnect after an rpoll test
+ * hung). The peer is looked up again when a connection is made (qp.c
+ * peer_check) and when a request finds the cached one gone or its slot
+ * changed hands (peers.c uro_peer_refresh), so the SEND lands at once: the
+ * ACK timeout here (4,096 us x 2^31) leaves no retransmission to do it. */
 static void test_successor_of_vanished_peer(void)
 {
+	uint32_t first_qpn = 0;
+
 	setenv("PAIR_TIMEOUT", "31", 1);
 	for (int i = 0; i < 3; i++) {
 		int up[2], down[2];
@@ -486,6 +488,9 @@ static void test_successor_of_vanished_peer(void)
 		CHECK(pid > 0);
 		if (pid <= 0)
 			break;
+		if (i == 0)
+			first_qpn = ci.qpn;
+		CHECK_EQ(ci.qpn, first_qpn); /* the successor's QP has the same number */
 		CHECK_EQ(small_send(qp), IBV_WC_SUCCESS);
 		CHECK_EQ(write(down[1], &how, 1), 1);
 		CHECK_EQ(read(up[0], &got, 1), 1);
