@@ -38,6 +38,7 @@ struct rsd_dest {
 	uint8_t sgid_index; /* that source address's GID */
 	uint32_t qpn;	    /* its QP, once its ds_udp_header came */
 	struct ibv_ah *ah;  /* NULL until then: datagrams to it go over UDP */
+	int udp_in;	    /* its last datagram came over UDP */
 };
 
 /* A datagram to read: its ds_header, then the payload, at RSD_GRH in the
@@ -59,6 +60,8 @@ struct rs_dgram {
 	uint32_t max_len;  /* the largest payload */
 	struct rsd_rx *rx; /* nrecv + RSD_UDP_SLOTS entries, a ring */
 	uint32_t rx_head, rx_tail;
+	struct rsd_rx *held; /* UD receives behind the UDP socket's backlog */
+	uint32_t nheld;
 	uint32_t udp_free[RSD_UDP_SLOTS]; /* UDP slots not in use, a stack */
 	uint32_t nudp_free;
 	struct rsd_dest *dests;
@@ -288,7 +291,8 @@ static int make_buffers(struct rsock *rs)
 	dg->sbuf = page_alloc(sbytes);
 	dg->rbuf = page_alloc(rbytes);
 	dg->rx = calloc(nrx, sizeof(*dg->rx));
-	if (!dg->cq || !dg->sbuf || !dg->rbuf || !dg->rx)
+	dg->held = calloc(dg->nrecv, sizeof(*dg->held));
+	if (!dg->cq || !dg->sbuf || !dg->rbuf || !dg->rx || !dg->held)
 		return -1;
 	/* Written by cross-memory attach, which valgrind does not see. */
 	memset(dg->rbuf, 0, rbytes);
@@ -331,6 +335,7 @@ static void drop_resources(struct rsock *rs)
 	free(dg->sbuf);
 	free(dg->rbuf);
 	free(dg->rx);
+	free(dg->held);
 	dg->qp = NULL;
 	dg->smr = dg->rmr = NULL;
 	dg->cq = NULL;
@@ -338,7 +343,8 @@ static void drop_resources(struct rsock *rs)
 	dg->pd = NULL;
 	dg->sbuf = dg->rbuf = NULL;
 	dg->rx = NULL;
-	dg->nudp_free = 0;
+	dg->held = NULL;
+	dg->nudp_free = dg->nheld = 0;
 }
 
 /* The QP, made once on the device of our first source address. One QP
@@ -511,8 +517,10 @@ static int udp_datagram(struct rsock *rs, const uint8_t *buf, size_t n, const st
 	if (h.op == RS_OP_DATA)
 		(void)udp_send(rs, d, RS_OP_CTRL, NULL, 0);
 	learn_qpn(rs, d, ntohl(h.qpn) & 0xffffff);
-	if (h.op == RS_OP_DATA)
+	if (h.op == RS_OP_DATA) {
+		d->udp_in = 1;
 		deliver(rs->dg, buf + h.length, n - h.length, from);
+	}
 	return 1;
 }
 
@@ -523,19 +531,22 @@ static int udp_datagram(struct rsock *rs, const uint8_t *buf, size_t n, const st
  * its service thread has resolved a route to us. A datagram over RSD_MSG
  * bytes, which no peer sends (rdma-core reads RSD_MSG and no more), is
  * dropped. */
-static int udp_input(struct rsock *rs)
+static int udp_input(struct rsock *rs, int *dry)
 {
 	struct sockaddr_storage from;
 	uint8_t buf[RSD_MSG];
 	int n = 0;
 
+	*dry = 0;
 	while (!rs->dg->qp || rs->dg->nudp_free) {
 		socklen_t len = sizeof(from);
 		ssize_t got = recvfrom(rs->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
 				       (struct sockaddr *)&from, &len);
 
-		if (got < 0)
+		if (got < 0) {
+			*dry = 1;
 			return n;
+		}
 		if (got <= (ssize_t)sizeof(buf))
 			n += udp_datagram(rs, buf, (size_t)got, (struct sockaddr *)&from);
 	}
@@ -549,28 +560,76 @@ static int udp_input(struct rsock *rs)
 static int udp_poll(struct rsock *rs, int now)
 {
 	uint64_t t = uro_now_ns();
+	int dry;
 
 	if (!now && t < rs->dg->udp_next_ns)
 		return 0;
 	rs->dg->udp_next_ns = t + RSD_UDP_NS;
-	return udp_input(rs);
+	return udp_input(rs, &dry);
 }
 
+static void queue_rx(struct rs_dgram *dg, struct rsd_rx rx)
+{
+	dg->rx[dg->rx_tail++ % (dg->nrecv + RSD_UDP_SLOTS)] = rx;
+}
+
+/* The destination a UD datagram's ds_header names, if we know it. */
+static struct rsd_dest *sender_of(struct rs_dgram *dg, uint32_t slot)
+{
+	struct sockaddr_storage a;
+	struct rsd_hdr h;
+
+	memcpy(&h, rx_buf(dg, slot), sizeof(h)); /* the slot holds RSD_MSG bytes */
+	hdr_addr(&h, &a);
+	return dest_by_addr(dg, (struct sockaddr *)&a);
+}
+
+/* A peer sends over UDP until it learns our QP, then as UD SENDs; its
+ * datagrams still waiting on our UDP socket were sent before its first
+ * UD SEND, and a program reads them first, as librdmacm's service thread
+ * passes each to the QP as it comes. So the first UD SEND from a peer
+ * heard over UDP waits, with every receive after it, until the UDP
+ * socket has been read dry (release_held). Seen: the kernel peer's
+ * udpong client resent its end message by UD while 8 of its 32
+ * datagrams still waited on the socket, and counted 24. */
 static void completion(struct rs_dgram *dg, const struct ibv_wc *wc)
 {
 	uint32_t slot = (uint32_t)wc->wr_id;
+	struct rsd_rx rx = {slot, wc->byte_len - RSD_GRH};
+	struct rsd_dest *d;
 
 	if (wc->wr_id & RSD_SEND) {
 		dg->send_head++;
 		return;
 	}
 	if (wc->status != IBV_WC_SUCCESS || wc->byte_len < RSD_GRH ||
-	    !hdr_valid(rx_buf(dg, slot), wc->byte_len - RSD_GRH)) {
+	    !hdr_valid(rx_buf(dg, slot), rx.len)) {
 		(void)post_recv(dg, slot);
 		return;
 	}
-	dg->rx[dg->rx_tail++ % (dg->nrecv + RSD_UDP_SLOTS)] =
-	    (struct rsd_rx){slot, wc->byte_len - RSD_GRH};
+	d = sender_of(dg, slot);
+	if (dg->nheld || (d && d->udp_in))
+		dg->held[dg->nheld++] = rx;
+	else
+		queue_rx(dg, rx);
+	if (d)
+		d->udp_in = 0;
+}
+
+/* The held UD receives follow once nothing waits on the UDP socket: it is
+ * read while a UDP slot is free, and otherwise again after the program
+ * has read one. */
+static int release_held(struct rsock *rs)
+{
+	struct rs_dgram *dg = rs->dg;
+	int dry, n = udp_input(rs, &dry);
+
+	if (!dry)
+		return n;
+	for (uint32_t i = 0; i < dg->nheld; i++)
+		queue_rx(dg, dg->held[i]);
+	dg->nheld = 0;
+	return n;
 }
 
 static int progress(struct rsock *rs)
@@ -584,6 +643,8 @@ static int progress(struct rsock *rs)
 			completion(dg, &wc[i]);
 		total += n;
 	}
+	if (dg->nheld)
+		total += release_held(rs);
 	return total;
 }
 

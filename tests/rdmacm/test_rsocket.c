@@ -863,6 +863,38 @@ static void wire_udp_burst(struct wire_peer *w, int s, int p)
 	CHECK_EQ(answered, 40);
 }
 
+/* A peer switches from UDP to UD SENDs once it learns s's QP: its
+ * datagrams still on s's UDP socket, more than s takes off it before the
+ * program reads (16), were sent before its first UD SEND and come before
+ * it. */
+static void wire_udp_then_ud(struct wire_peer *w, int s, int p, uint32_t s_qpn)
+{
+	struct sockaddr_in to = addr_of(p + 1), from;
+	char want[8], got[8];
+	int came = 0, answered = 0;
+	uint8_t m[64];
+
+	for (int i = 0; i < 20; i++) {
+		size_t n = udp_hdr4(m, 0, w->qp->qp_num, htonl(INADDR_LOOPBACK));
+
+		n += (size_t)snprintf((char *)m + n, sizeof(m) - n, "u%02d", i);
+		CHECK_EQ(sendto(w->u, m, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
+	}
+	CHECK_EQ(peer_send_ud(w, s_qpn, p, "u20"), 0);
+	for (; came <= 20; came++) {
+		snprintf(want, sizeof(want), "u%02d", came);
+		memset(got, 0, sizeof(got));
+		if (dgram_in(s, got, sizeof(got), &from) != 3 || memcmp(got, want, 3))
+			break;
+	}
+	if (came <= 20)
+		fprintf(stderr, "    datagram %d: wanted u%02d, got %.3s\n", came, came, got);
+	CHECK_EQ(came, 21);
+	for (int i = 0; i < 20 && peer_udp(w, m, sizeof(m), &from) == 16; i++)
+		answered += m[5] == 7;
+	CHECK_EQ(answered, 20);
+}
+
 /* Once s knows the peer's QP, its datagrams are UD SENDs with Q_Key
  * RDMA_UDP_QKEY, each a ds_header (version 4, length 8, s's port, its
  * address) then the payload (dsend). */
@@ -936,6 +968,7 @@ static void test_dgram_wire(void)
 	CHECK(s >= 0 && !rbind(s, (struct sockaddr *)&a, sizeof(a)));
 	s_qpn = wire_udp_in(&w, s, port + 12);
 	wire_udp_burst(&w, s, port + 12);
+	wire_udp_then_ud(&w, s, port + 12, s_qpn);
 	wire_ud_out(&w, s, port + 12, s_qpn);
 	wire_ud_in(&w, s, port + 12, s_qpn);
 	wire_udp_out(&w, port + 12);
