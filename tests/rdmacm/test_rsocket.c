@@ -837,30 +837,58 @@ static uint32_t wire_udp_in(struct wire_peer *w, int s, int p)
 	return be32_at(back + 8);
 }
 
+/* The peer's DATA datagrams "<tag>00", "<tag>01"... over UDP to s. */
+static void peer_udp_data(struct wire_peer *w, int p, char tag, int count)
+{
+	struct sockaddr_in to = addr_of(p + 1);
+	uint8_t m[64];
+
+	for (int i = 0; i < count; i++) {
+		size_t n = udp_hdr4(m, 0, w->qp->qp_num, htonl(INADDR_LOOPBACK));
+
+		n += (size_t)snprintf((char *)m + n, sizeof(m) - n, "%c%02d", tag, i);
+		CHECK_EQ(sendto(w->u, m, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
+	}
+}
+
+/* How many of "<tag>00" to "<tag><count - 1>" s delivers, in that order. */
+static int in_order(int s, char tag, int count)
+{
+	struct sockaddr_in from;
+	char want[8], got[8];
+	int came = 0;
+
+	for (; came < count; came++) {
+		snprintf(want, sizeof(want), "%c%02d", tag, came);
+		memset(got, 0, sizeof(got));
+		if (dgram_in(s, got, sizeof(got), &from) != 3 || memcmp(got, want, 3)) {
+			fprintf(stderr, "    datagram %d: wanted %s, got %.3s\n", came, want, got);
+			break;
+		}
+	}
+	return came;
+}
+
+/* How many of count CTRL answers (udp_svc_process_rs) the peer has. */
+static int answers(struct wire_peer *w, int count)
+{
+	struct sockaddr_in from;
+	uint8_t m[64];
+	int answered = 0;
+
+	for (int i = 0; i < count && peer_udp(w, m, sizeof(m), &from) == 16; i++)
+		answered += m[5] == 7;
+	return answered;
+}
+
 /* A burst over UDP, more than the datagrams an rsocket takes off its UDP
  * socket before the program reads them (16): each comes, in order, and
  * each DATA is answered. */
 static void wire_udp_burst(struct wire_peer *w, int s, int p)
 {
-	struct sockaddr_in to = addr_of(p + 1), from;
-	int came = 0, answered = 0;
-	uint8_t m[64];
-
-	for (int i = 0; i < 40; i++) {
-		size_t n = udp_hdr4(m, 0, w->qp->qp_num, htonl(INADDR_LOOPBACK));
-
-		n += (size_t)snprintf((char *)m + n, sizeof(m) - n, "b%02d", i);
-		CHECK_EQ(sendto(w->u, m, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
-	}
-	for (char want[8], got[8] = {0}; came < 40; came++) {
-		snprintf(want, sizeof(want), "b%02d", came);
-		if (dgram_in(s, got, sizeof(got), &from) != 3 || memcmp(got, want, 3))
-			break;
-	}
-	CHECK_EQ(came, 40);
-	for (int i = 0; i < 40 && peer_udp(w, m, sizeof(m), &from) == 16; i++)
-		answered += m[5] == 7;
-	CHECK_EQ(answered, 40);
+	peer_udp_data(w, p, 'b', 40);
+	CHECK_EQ(in_order(s, 'b', 40), 40);
+	CHECK_EQ(answers(w, 40), 40);
 }
 
 /* A peer switches from UDP to UD SENDs once it learns s's QP: its
@@ -869,30 +897,10 @@ static void wire_udp_burst(struct wire_peer *w, int s, int p)
  * it. */
 static void wire_udp_then_ud(struct wire_peer *w, int s, int p, uint32_t s_qpn)
 {
-	struct sockaddr_in to = addr_of(p + 1), from;
-	char want[8], got[8];
-	int came = 0, answered = 0;
-	uint8_t m[64];
-
-	for (int i = 0; i < 20; i++) {
-		size_t n = udp_hdr4(m, 0, w->qp->qp_num, htonl(INADDR_LOOPBACK));
-
-		n += (size_t)snprintf((char *)m + n, sizeof(m) - n, "u%02d", i);
-		CHECK_EQ(sendto(w->u, m, n, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)n);
-	}
+	peer_udp_data(w, p, 'u', 20);
 	CHECK_EQ(peer_send_ud(w, s_qpn, p, "u20"), 0);
-	for (; came <= 20; came++) {
-		snprintf(want, sizeof(want), "u%02d", came);
-		memset(got, 0, sizeof(got));
-		if (dgram_in(s, got, sizeof(got), &from) != 3 || memcmp(got, want, 3))
-			break;
-	}
-	if (came <= 20)
-		fprintf(stderr, "    datagram %d: wanted u%02d, got %.3s\n", came, came, got);
-	CHECK_EQ(came, 21);
-	for (int i = 0; i < 20 && peer_udp(w, m, sizeof(m), &from) == 16; i++)
-		answered += m[5] == 7;
-	CHECK_EQ(answered, 20);
+	CHECK_EQ(in_order(s, 'u', 21), 21);
+	CHECK_EQ(answers(w, 20), 20);
 }
 
 /* Once s knows the peer's QP, its datagrams are UD SENDs with Q_Key
