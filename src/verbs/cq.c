@@ -166,17 +166,23 @@ void uro_cq_discard_qp(struct uro_cq *cq, uint32_t qpn)
 int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct uro_cq *cq = to_ucq(ibcq);
+	struct uro_context *ctx = to_uctx(ibcq->context);
 	int got = 0, locked;
 
-	uro_wire_in_poll(to_uctx(ibcq->context), 1);
-	uro_progress(to_uctx(ibcq->context)); /* RNR retries; free when none wait */
+	uro_wire_in_poll(ctx, 1);
+	/* RNR retries and the wire's packets and timers: two calls a poll
+	 * that a context with neither skips (an empty poll is the loop a
+	 * program waits in). */
+	if (__atomic_load_n(&ctx->wire, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&ctx->pending_qps, __ATOMIC_RELAXED))
+		uro_progress(ctx);
 	locked = poll_lock(cq);
 	for (struct uro_cqe *e; got < n && (e = take(cq)); got++) {
 		to_wc(e, &wc[got]);
 		advance_head(cq);
 	}
 	uro_mt_unlock(&cq->poll_lock, locked);
-	uro_wire_in_poll(to_uctx(ibcq->context), 0);
+	uro_wire_in_poll(ctx, 0);
 	return got;
 }
 
