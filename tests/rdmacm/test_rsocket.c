@@ -855,7 +855,7 @@ static void peer_udp_data(struct wire_peer *w, int p, char tag, int count)
 static int in_order(int s, char tag, int count)
 {
 	struct sockaddr_in from;
-	char want[8], got[8];
+	char want[16], got[8];
 	int came = 0;
 
 	for (; came < count; came++) {
