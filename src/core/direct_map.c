@@ -18,14 +18,17 @@
  * is unmapped at the next sweep. */
 #define DIRECT_SLOTS 64
 
-/* One publication of one region, mapped: never changed once in a slot. */
+/* One publication of one region, mapped: never changed once in a slot.
+ * One that could not be mapped stays in its slot too, with no mapping, so
+ * that each request to it goes the cross-memory way at once: trying again
+ * cost every one of them a stat or two, a shmat or an open, and a lock. */
 struct direct_region {
 	uint32_t index, serial;
 	int32_t pid;
 	uint32_t kind;
-	void *base; /* what to unmap */
+	void *base; /* what to unmap; NULL: not mapped */
 	size_t len;
-	uint8_t *at;		    /* the region's first byte */
+	uint8_t *at;		    /* the region's first byte; NULL: not mapped */
 	uint64_t length;	    /* of the region, all mapped from at */
 	struct direct_region *next; /* on the retired list */
 };
@@ -147,9 +150,9 @@ static int map_fd(const struct uro_peer *p, const struct uro_seg_share *s, uint6
 
 static void unmap(struct direct_region *m)
 {
-	if (m->kind == URO_SHARE_SYSV)
+	if (m->base && m->kind == URO_SHARE_SYSV)
 		shmdt(m->base);
-	else
+	else if (m->base)
 		munmap(m->base, m->len);
 	free(m);
 }
@@ -211,15 +214,12 @@ static struct direct_region *map_region(struct uro_peer *p, struct uro_direct_ma
 	err = m->kind == URO_SHARE_SYSV ? map_sysv(p, s, r->length, m)
 	      : m->kind == URO_SHARE_FD ? map_fd(p, s, r->length, m)
 					: -1;
-	/* Said at debug level (UROCE_LOG=debug): which path a program's
-	 * requests take is otherwise seen only in their speed. */
+	/* Said at debug level (UROCE_LOG=debug), once a publication: which
+	 * path a program's requests take is otherwise seen only in their
+	 * speed. */
 	uro_debug("direct path: %s region %u of pid %d (%s, %llu bytes)",
 		  err ? "cannot map" : "mapped", index, (int)p->pid,
 		  m->kind == URO_SHARE_SYSV ? "System V" : "file", (unsigned long long)r->length);
-	if (err) {
-		free(m);
-		return NULL;
-	}
 	retire(d, i);
 	__atomic_store_n(&d->slot[i], m, __ATOMIC_RELEASE);
 	return m;
@@ -241,7 +241,7 @@ static uint8_t *translate(struct uro_peer *p, struct uro_direct_maps *d, const s
 		if (!m)
 			return NULL;
 	}
-	if (addr - r->addr > m->length || len > m->length - (addr - r->addr))
+	if (!m->at || addr - r->addr > m->length || len > m->length - (addr - r->addr))
 		return NULL;
 	return m->at + (addr - r->addr);
 }

@@ -61,6 +61,10 @@
  *    one /dev/shm file cost the process one descriptor each object, given
  *    back with the last region (shareable.c's table; one a region would
  *    spend a program's descriptors on uroce's, 256 here).
+ * 10. refused_once: a System V region its peer may not map (the segment's
+ *    owner made another user) takes every WRITE by cross-memory attach,
+ *    and the peer tries to map it once, not once a request (direct_map.c
+ *    keeps the refusal: UROCE_LOG=debug says "cannot map" once).
  *
  * A kernel without memfd_create skips everything, one without seccomp
  * filters case 1 (the other cases then run without the filter), one
@@ -1714,6 +1718,101 @@ static void test_descriptors_per_object(void)
 	CHECK_EQ(reap(&p), 0);
 }
 
+/* ==== 10. A region the peer may not map is tried once. */
+
+#define REFUSED_WRITES 20
+
+/* A System V segment, registered, then given to another user: published
+ * as shareable, but no longer its peer's to map (map_sysv). */
+static int target_refused(const struct link *l, const void *arg)
+{
+	static struct side t;
+	struct shmid_ds ds;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int id;
+
+	(void)arg;
+	id = shmget(IPC_PRIVATE, SMALL, IPC_CREAT | 0600);
+	buf = id < 0 ? (void *)-1 : shmat(id, NULL, 0);
+	if (buf == (void *)-1 || side_open(&t, IBV_QPT_RC, 16, CAP))
+		return 2;
+	memset(buf, 0, SMALL);
+	mr = ibv_reg_mr(t.pd, buf, SMALL, ALL_ACCESS);
+	if (!mr || shmctl(id, IPC_STAT, &ds))
+		return 3;
+	ds.shm_perm.uid = geteuid() + 1; /* its creator may (shmctl(2), IPC_SET) */
+	if (shmctl(id, IPC_SET, &ds))
+		return 4;
+	if (link_connect(l, t.qp) || say_mr(l, mr) || expect(l, M_DONE, NULL))
+		return 5;
+	CHECK(all_are(buf, KEYED, REFUSED_WRITES - 1));
+	ibv_dereg_mr(mr);
+	shmctl(id, IPC_RMID, NULL);
+	shmdt(buf);
+	side_close(&t);
+	return 0;
+}
+
+/* How many lines of the file at fd say "cannot map". */
+static int refusals_in(int fd)
+{
+	FILE *f = fdopen(fd, "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "direct path: cannot map") != NULL;
+	fclose(f);
+	return n;
+}
+
+static int initiator_refused(const struct link *l, const void *arg)
+{
+	static struct side s;
+	char path[] = "/tmp/uroce-direct-refused-XXXXXX";
+	int log = mkstemp(path), err = dup(2), landed = 0;
+	struct msg region;
+
+	(void)arg;
+	/* The library's debug lines, into a file of their own. */
+	if (log < 0 || err < 0 || dup2(log, 2) < 0)
+		return 2;
+	unlink(path);
+	setenv("UROCE_LOG", "debug", 1);
+	if (side_open(&s, IBV_QPT_RC, 16, CAP) || link_connect(l, s.qp) ||
+	    expect(l, M_REGION, &region))
+		return 3;
+	for (int k = 0; k < REFUSED_WRITES; k++)
+		landed += write_byte(&s, &region, (uint8_t)k) == IBV_WC_SUCCESS;
+	dup2(err, 2);
+	CHECK_EQ(landed, REFUSED_WRITES);
+	CHECK_EQ(refusals_in(log), 1);
+	if (say(l, M_DONE, 0))
+		return 4;
+	side_close(&s);
+	return 0;
+}
+
+static void test_refused_once(void)
+{
+	struct proc t = {.pid = -1}, i = {.pid = -1};
+	int ok;
+
+	if (!sysv_ok) {
+		skip("refused_once: no System V IPC in this kernel");
+		return;
+	}
+	/* region, done */
+	ok = !spawn(&t, "target", target_refused, NULL) &&
+	     !spawn(&i, "initiator", initiator_refused, NULL) && !join(&t, &i) && !pass(&t, &i) &&
+	     !pass(&i, &t);
+	finish(ok, &t, &i, NULL);
+}
+
 /* ==== What the kernel offers. */
 
 /* A child installs the filter and tries an attach to itself: 0 when it is
@@ -1799,6 +1898,7 @@ int main(void)
 	RUN(test_two_adders(0, 0), 200); /* 7: one on UROCE_DIRECT=0 */
 	RUN(test_atomics_without_target(), 120);
 	RUN(test_descriptors_per_object(), 120);
+	RUN(test_refused_once(), 120);
 	r = check_report();
 	return r ? r : skipped ? 77 : 0;
 }
