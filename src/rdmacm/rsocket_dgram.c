@@ -589,9 +589,9 @@ static struct rsd_dest *sender_of(struct rs_dgram *dg, uint32_t slot)
  * UD SEND, and a program reads them first, as librdmacm's service thread
  * passes each to the QP as it comes. So the first UD SEND from a peer
  * heard over UDP waits, with every receive after it, until the UDP
- * socket has been read dry (release_held). Seen: the kernel peer's
- * udpong client resent its end message by UD while 8 of its 32
- * datagrams still waited on the socket, and counted 24. */
+ * socket has been read dry (release_held). Seen, as far as counters
+ * tell: the kernel peer's udpong client sent its end message by UD while
+ * 8 of its 32 datagrams still waited on the socket, and counted 24. */
 static void completion(struct rs_dgram *dg, const struct ibv_wc *wc)
 {
 	uint32_t slot = (uint32_t)wc->wr_id;
