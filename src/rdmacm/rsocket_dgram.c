@@ -62,6 +62,7 @@ struct rs_dgram {
 	uint32_t rx_head, rx_tail;
 	struct rsd_rx *held; /* UD receives behind the UDP socket's backlog */
 	uint32_t nheld;
+	uint32_t switching;		  /* destinations whose last datagram came over UDP */
 	uint32_t udp_free[RSD_UDP_SLOTS]; /* UDP slots not in use, a stack */
 	uint32_t nudp_free;
 	struct rsd_dest *dests;
@@ -518,6 +519,7 @@ static int udp_datagram(struct rsock *rs, const uint8_t *buf, size_t n, const st
 		(void)udp_send(rs, d, RS_OP_CTRL, NULL, 0);
 	learn_qpn(rs, d, ntohl(h.qpn) & 0xffffff);
 	if (h.op == RS_OP_DATA) {
+		rs->dg->switching += !d->udp_in;
 		d->udp_in = 1;
 		deliver(rs->dg, buf + h.length, n - h.length, from);
 	}
@@ -531,22 +533,19 @@ static int udp_datagram(struct rsock *rs, const uint8_t *buf, size_t n, const st
  * its service thread has resolved a route to us. A datagram over RSD_MSG
  * bytes, which no peer sends (rdma-core reads RSD_MSG and no more), is
  * dropped. */
-static int udp_input(struct rsock *rs, int *dry)
+static int udp_input(struct rsock *rs)
 {
 	struct sockaddr_storage from;
 	uint8_t buf[RSD_MSG];
 	int n = 0;
 
-	*dry = 0;
 	while (!rs->dg->qp || rs->dg->nudp_free) {
 		socklen_t len = sizeof(from);
 		ssize_t got = recvfrom(rs->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
 				       (struct sockaddr *)&from, &len);
 
-		if (got < 0) {
-			*dry = 1;
+		if (got < 0)
 			return n;
-		}
 		if (got <= (ssize_t)sizeof(buf))
 			n += udp_datagram(rs, buf, (size_t)got, (struct sockaddr *)&from);
 	}
@@ -560,12 +559,11 @@ static int udp_input(struct rsock *rs, int *dry)
 static int udp_poll(struct rsock *rs, int now)
 {
 	uint64_t t = uro_now_ns();
-	int dry;
 
 	if (!now && t < rs->dg->udp_next_ns)
 		return 0;
 	rs->dg->udp_next_ns = t + RSD_UDP_NS;
-	return udp_input(rs, &dry);
+	return udp_input(rs);
 }
 
 static void queue_rx(struct rs_dgram *dg, struct rsd_rx rx)
@@ -607,24 +605,27 @@ static void completion(struct rs_dgram *dg, const struct ibv_wc *wc)
 		(void)post_recv(dg, slot);
 		return;
 	}
-	d = sender_of(dg, slot);
+	/* The sender is looked up only while a peer is switching. */
+	d = dg->switching ? sender_of(dg, slot) : NULL;
 	if (dg->nheld || (d && d->udp_in))
 		dg->held[dg->nheld++] = rx;
 	else
 		queue_rx(dg, rx);
-	if (d)
+	if (d && d->udp_in) {
 		d->udp_in = 0;
+		dg->switching--;
+	}
 }
 
 /* The held UD receives follow once nothing waits on the UDP socket: it is
  * read while a UDP slot is free, and otherwise again after the program
- * has read one. */
+ * has read one. Read with a slot left free, it was read dry. */
 static int release_held(struct rsock *rs)
 {
 	struct rs_dgram *dg = rs->dg;
-	int dry, n = udp_input(rs, &dry);
+	int n = udp_input(rs);
 
-	if (!dry)
+	if (!dg->nudp_free)
 		return n;
 	for (uint32_t i = 0; i < dg->nheld; i++)
 		queue_rx(dg, dg->held[i]);

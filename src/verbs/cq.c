@@ -170,12 +170,7 @@ int uro_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	int got = 0, locked;
 
 	uro_wire_in_poll(ctx, 1);
-	/* RNR retries and the wire's packets and timers: two calls a poll
-	 * that a context with neither skips (an empty poll is the loop a
-	 * program waits in). */
-	if (__atomic_load_n(&ctx->wire, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&ctx->pending_qps, __ATOMIC_RELAXED))
-		uro_progress(ctx);
+	uro_progress(ctx); /* RNR retries, the wire; free when there are none */
 	locked = poll_lock(cq);
 	for (struct uro_cqe *e; got < n && (e = take(cq)); got++) {
 		to_wc(e, &wc[got]);

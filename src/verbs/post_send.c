@@ -54,6 +54,12 @@ int uro_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 
 uint64_t uro_progress(struct uro_context *ctx)
 {
+	/* Every poll comes here, an empty one too (the loop a program waits
+	 * in): a context with no wire endpoint and no waiting request skips
+	 * the two transports' calls. */
+	if (!__atomic_load_n(&ctx->wire, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&ctx->pending_qps, __ATOMIC_RELAXED))
+		return 0;
 	return uro_shm_progress(ctx, uro_wire_progress(ctx, 0));
 }
 
