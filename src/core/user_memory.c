@@ -243,6 +243,16 @@ static void atomic_access(const struct guard *g)
 	struct uro_user_atomic *a = g->atomic;
 	uint64_t *p = g->other.iov_base;
 
+	if (a->result) {
+		volatile uint8_t *first = a->result, *last = first + 7;
+
+		a->result_fault = 1;
+		BARRIER();
+		*first = *first;
+		*last = *last;
+		BARRIER();
+		a->result_fault = 0;
+	}
 	switch (a->kind) {
 	case URO_ATOMIC_FETCH_ADD:
 		a->old = __atomic_fetch_add(p, a->operand, __ATOMIC_SEQ_CST);
@@ -256,12 +266,21 @@ static void atomic_access(const struct guard *g)
 		a->old = __atomic_exchange_n(p, a->operand, __ATOMIC_SEQ_CST);
 		break;
 	}
+	if (a->result) {
+		a->result_fault = 1;
+		BARRIER();
+		memcpy(a->result, &a->old, sizeof(a->old));
+		BARRIER();
+		a->result_fault = 0;
+	}
 }
 
 int uro_user_atomic(void *addr, struct uro_user_atomic *a)
 {
-	struct guard g = {.other = {addr, 8}, .atomic = a};
+	struct iovec result = {a->result, a->result ? 8 : 0};
+	struct guard g = {.iov = &result, .n = 1, .other = {addr, 8}, .atomic = a};
 
+	a->result_fault = 0;
 	if ((uintptr_t)addr & 7)
 		return EFAULT;
 	return guarded(atomic_access, &g);

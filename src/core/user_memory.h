@@ -50,16 +50,26 @@ int uro_user_probe(const struct iovec *iov, int n, int write);
 
 /* An atomic on 8 aligned bytes of this process's memory: a fetch-and-add
  * (operand added), a compare-and-swap (operand stored when the bytes equal
- * compare) or an ATOMIC WRITE (operand stored). old is what they held. */
+ * compare) or an ATOMIC WRITE (operand stored). old is what they held.
+ * With a result buffer (8 bytes, any alignment), old is stored there too,
+ * in the same guarded access: the buffer is probed first, so that one
+ * gone faults before the atomic changes anything. The probe reads and
+ * writes its bytes back without a locked instruction: until the request
+ * completes the buffer is the request's, not the program's
+ * (ibv_post_send(3)). */
 enum uro_user_atomic_kind { URO_ATOMIC_FETCH_ADD, URO_ATOMIC_CMP_SWAP, URO_ATOMIC_WRITE };
 struct uro_user_atomic {
 	enum uro_user_atomic_kind kind;
 	uint64_t operand, compare;
 	uint64_t old;
+	void *result;	  /* or NULL */
+	int result_fault; /* after EFAULT: the result buffer's, not the atomic's */
 };
 
 /* Executes a at addr as one CPU atomic: 0, or EFAULT when the memory is
- * not there or not writable (a->old then means nothing). */
+ * not there or not writable (a->old then means nothing), or when the
+ * result buffer is not (a->result_fault: one gone before the request
+ * faults in the probe, and the atomic is not executed). */
 int uro_user_atomic(void *addr, struct uro_user_atomic *a);
 
 #endif

@@ -51,7 +51,10 @@
  *    only when two collide, which a run may not see).
  * 8. atomics_without_target: with the target process stopped, direct
  *    FETCH_AND_ADD, CMP_AND_SWP and ATOMIC_WRITE complete with the right
- *    results, and one on UROCE_DIRECT=0 does not (direct atomics are the
+ *    results; a direct FETCH_AND_ADD into a read-only result buffer is
+ *    LOC_PROT_ERR and leaves the target's counter as it was (the buffer
+ *    is probed before the atomic runs, in its guarded access); one on
+ *    UROCE_DIRECT=0 does not (direct atomics are the
  *    initiator's own, not handed to the target's atomic server). One on
  *    UROCE_DIRECT=0 with an ACK timeout of minutes, posted while the target
  *    is stopped, completes once it runs again (an answer that comes late
@@ -1571,6 +1574,33 @@ static void direct_atomics(struct side *s, const struct msg *r)
 		 IBV_WC_SUCCESS);
 }
 
+/* A FETCH_AND_ADD whose result buffer the program made read-only after
+ * registering it: the requester's LOC_PROT_ERR, and the target's counter
+ * untouched (target_stopped checks it). Last: the error moves the QP to
+ * ERR. */
+static void atomic_into_read_only(struct side *s, const struct msg *r)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr =
+	    p != MAP_FAILED ? ibv_reg_mr(s->pd, p, page, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct req q = {.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+			.local = p,
+			.len = 8,
+			.remote = r->addr + W_ADD,
+			.rkey = r->rkey,
+			.operand = 1};
+
+	CHECK(mr != NULL);
+	if (!mr)
+		return;
+	q.lkey = mr->lkey;
+	CHECK_EQ(mprotect(p, page, PROT_READ), 0);
+	CHECK_EQ(run_req(s->qp, s->cq, &q), IBV_WC_LOC_PROT_ERR);
+	ibv_dereg_mr(mr);
+	munmap(p, page);
+}
+
 static int initiator_atomics(const struct link *l, const void *arg)
 {
 	const struct path *a = arg;
@@ -1588,9 +1618,10 @@ static int initiator_atomics(const struct link *l, const void *arg)
 		CHECK_EQ(arm(), 0);
 	if (say(l, M_ARMED, 0) || expect(l, M_GO, NULL))
 		return 3;
-	if (a->direct)
+	if (a->direct) {
 		direct_atomics(&s, &region);
-	else
+		atomic_into_read_only(&s, &region);
+	} else
 		CHECK_EQ(atomic(&s, IBV_WR_ATOMIC_FETCH_AND_ADD, &region, W_SERVED, 1, 0, &old),
 			 IBV_WC_RETRY_EXC_ERR);
 	if (say(l, M_DONE, 0))

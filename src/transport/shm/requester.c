@@ -53,22 +53,23 @@ static int pending_alloc(struct uro_qp *qp)
  * error, found before the responder gives up a receive for it, as a
  * pinning NIC's DMA would never miss it (user_memory.h). Only a request
  * the responder acts on before the local copy is probed first: a SEND or
- * a WRITE with immediate data (a receive), an atomic (its result). A plain
- * WRITE or READ finds a bad local buffer from its own copy
- * (uro_remote_move): probing it first cost each small WRITE a guarded
- * access. The wire needs no probe: its copies of the program's memory
- * report a fault themselves, before a packet leaves or as a response
- * lands. A SEND small enough to travel in its completion
- * (staged_payload.h) is copied into bounce instead, the copy standing for
- * the probe: staging it then reads only this process's own bytes, one
- * guarded access (a sigsetjmp) fewer per small SEND. */
+ * a WRITE with immediate data (a receive). A plain WRITE or READ finds a
+ * bad local buffer from its own copy (uro_remote_move): probing it first
+ * cost each small WRITE a guarded access. An atomic probes its result
+ * buffer itself (atomic_requester.c). The wire needs no probe: its copies
+ * of the program's memory report a fault themselves, before a packet
+ * leaves or as a response lands. A SEND small enough to travel in its
+ * completion (staged_payload.h) is copied into bounce instead, the copy
+ * standing for the probe: staging it then reads only this process's own
+ * bytes, one guarded access (a sigsetjmp) fewer per small SEND. */
 static enum ibv_wc_status local_buffers(struct uro_context *ctx, struct uro_qp *qp,
 					const struct ibv_send_wr *wr, const struct uro_opcode *op,
 					int need_write, struct iovec *iov, int *n, uint64_t *len,
 					uint8_t bounce[URO_STAGED_MAX])
 {
 	enum ibv_wc_status st = uro_send_gather(ctx, qp, wr, need_write, iov, n, len);
-	int copy_tells = (op->kind == URO_OP_WRITE && !op->imm) || op->kind == URO_OP_READ;
+	int copy_tells = (op->kind == URO_OP_WRITE && !op->imm) || op->kind == URO_OP_READ ||
+			 op->kind == URO_OP_ATOMIC;
 
 	if (st != IBV_WC_SUCCESS || copy_tells)
 		return st;
