@@ -113,13 +113,14 @@ static int send_to(struct ud *u, uint32_t qpn, uint32_t seq)
 	return n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND ? 0 : -1;
 }
 
-/* The child: a newer receiver on port 4791, CYCLES times over. Its first
- * datagram (to the parent, which does not count it) opens its sockets. */
-static int churn(uint32_t parent_qpn, int go)
+/* The child: a newer receiver on port 4791, CYCLES times over, once the
+ * parent's QP number comes. Its first datagram (to the parent, which does
+ * not count it) opens its sockets. */
+static int churn(int go)
 {
-	char c;
+	uint32_t parent_qpn;
 
-	if (read(go, &c, 1) != 1)
+	if (read(go, &parent_qpn, sizeof(parent_qpn)) != sizeof(parent_qpn))
 		return 1;
 	for (int i = 0; i < CYCLES; i++) {
 		static struct ud u;
@@ -130,6 +131,21 @@ static int churn(uint32_t parent_qpn, int go)
 		ud_close(&u);
 	}
 	return 0;
+}
+
+/* This process's threads, from /proc/self/status. */
+static int threads(void)
+{
+	char line[128];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
 }
 
 #define MAX_SENT 1000000
@@ -169,17 +185,27 @@ static void test_close_loses_nothing(void)
 	uint32_t sent = 0, lost = 0;
 	pid_t pid;
 
+	/* Forked before this process opens its device, while it has one
+	 * thread: a child of a process with more may take only
+	 * async-signal-safe steps until it execs (fork(2)), and opening a
+	 * device is not one. Under GCC 12's ASan a lock of its allocator that
+	 * the progress thread held at the fork stays held in the child, whose
+	 * next allocation waits for good (LLVM took its allocator's locks
+	 * around fork only in 2023, llvm-project pull request 75290). Under
+	 * ASan this test's child once never finished, which such a lock
+	 * explains; 150 runs since did not catch it again. */
+	CHECK_EQ(threads(), 1);
 	CHECK_EQ(pipe(go), 0);
+	pid = fork();
+	if (pid == 0)
+		_exit(churn(go[0]));
+	CHECK(pid > 0);
 	CHECK_EQ(ud_open(&u), 0);
 	for (uint32_t i = 0; i < DEPTH; i++)
 		CHECK_EQ(post_recv(&u, i), 0);
 	/* This process's sockets open first: the child's are the newer. */
 	CHECK_EQ(send_to(&u, u.qp->qp_num, UINT32_MAX - 1), 0);
-	pid = fork();
-	if (pid == 0)
-		_exit(churn(u.qp->qp_num, go[0]));
-	CHECK(pid > 0);
-	CHECK_EQ(write(go[1], "g", 1), 1);
+	CHECK_EQ(write(go[1], &u.qp->qp_num, sizeof(u.qp->qp_num)), (ssize_t)sizeof(u.qp->qp_num));
 	while (waitpid(pid, &status, WNOHANG) == 0 && sent < MAX_SENT) {
 		if (send_to(&u, u.qp->qp_num, sent)) {
 			CHECK(!"send");

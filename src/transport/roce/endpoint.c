@@ -35,6 +35,7 @@
 #include "icrc.h"
 #include "log.h"
 #include "mad_route.h"
+#include "port_leave.h"
 #include "port_probe.h"
 #include "socket_buffer.h"
 #include "wire.h"
@@ -801,34 +802,30 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 }
 
 /* Makes family f's port-4791 socket one the kernel no longer picks for a
- * datagram, keeping what waits in it. Connected, a UDP socket matches only
- * datagrams from the address and port it is connected to (net/ipv4/udp.c
- * compute_score: a socket whose inet_daddr or inet_dport differs from the
- * datagram's source scores -1; net/ipv6/udp.c likewise), so the lookup
- * passes on to the next socket of the port. Connected to its own address's
- * port 4791, which sends nothing: RoCEv2 packets leave from the QPs' own
- * source ports (tx_socket; rxe picks its port by QPN too). connect(2) on
- * UDP leaves the receive queue alone. */
-static void stop_receiving(struct uro_wire_endpoint *w, enum uro_wire_family f)
+ * datagram, keeping what waits in it (port_leave.h): whether it had one. */
+static int stop_receiving(struct uro_wire_endpoint *w, enum uro_wire_family f)
 {
 	const struct uro_wire_socks *s = &w->fam[f];
 	struct uro_wire_dest self;
 
 	if (s->fd < 0)
-		return;
+		return 0;
 	uro_wire_dest_of(&s->addr, htons(URO_ROCE_PORT), w->ifindex, &self);
-	if (connect(s->fd, &self.sa.sa, self.len))
+	if (uro_port_stop_receiving(s->fd, &self.sa.sa, self.len))
 		uro_warn("a closing RoCEv2 endpoint could not stop receiving: %s (what reaches "
 			 "it until it is closed is lost, as when a process dies)",
 			 strerror(errno));
+	return 1;
 }
 
 /* The kernel gives the host's packets to the newest socket: what waits in
  * this one for other processes (an ACK this process's own responder sent
  * to a peer of the host, say) is passed on before it goes. The socket stops
- * being picked first, then is emptied: drained while it was still the
- * newest, a datagram that came after the last receive and before close(2)
- * was lost with it. A process killed outright, or one that exits with its
+ * being picked first; once the deliveries that picked it before have
+ * queued their datagrams, it is emptied (port_leave.h). Drained while it
+ * was still the newest, it lost a datagram that came after the last
+ * receive; drained at once after it stopped, one whose delivery was still
+ * under way. A process killed outright, or one that exits with its
  * context open, cannot pass anything on: the peer's retransmission then
  * reaches the next socket (RC), or the datagram is lost (UD). A forked
  * child's copy of the context shares its parent's sockets (the same open
@@ -836,6 +833,7 @@ static void stop_receiving(struct uro_wire_endpoint *w, enum uro_wire_family f)
 void uro_wire_close(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
+	int receiving = 0;
 
 	if (!w)
 		return;
@@ -846,7 +844,11 @@ void uro_wire_close(struct uro_context *ctx)
 	}
 	pthread_mutex_lock(&w->rx_lock);
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
-		stop_receiving(w, (enum uro_wire_family)f);
+		receiving += stop_receiving(w, (enum uro_wire_family)f);
+	if (receiving && uro_port_await_deliveries())
+		uro_debug("membarrier(MEMBARRIER_CMD_GLOBAL) refused (%s): a closing RoCEv2 "
+			  "endpoint waited 1 ms for datagrams still being delivered to it",
+			  strerror(errno));
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
 		for (int i = 0; i < 64 && receive_udp(ctx, (enum uro_wire_family)f) > 0; i++)
 			;
