@@ -11,15 +11,29 @@
  * the program's, and a tool that checks the program's accesses never sees
  * them. uroce's guarded accesses stand for them: under valgrind they are
  * not the program's errors either (a fault among them is the unmapped
- * buffer the completion reports, which valgrind would report first). */
+ * buffer the completion reports, which valgrind would report first).
+ * Made only under valgrind, as found once: outside it, each request is
+ * a dozen instructions that do nothing, 22 of a guarded access's 51
+ * (callgrind). */
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
-#define DEVICE_ACCESS_BEGIN() VALGRIND_DISABLE_ERROR_REPORTING
-#define DEVICE_ACCESS_END()   VALGRIND_ENABLE_ERROR_REPORTING
+static int under_valgrind;
+#define FIND_VALGRIND() (under_valgrind = RUNNING_ON_VALGRIND != 0)
+#define DEVICE_ACCESS_BEGIN()                                                                      \
+	do {                                                                                       \
+		if (under_valgrind)                                                                \
+			VALGRIND_DISABLE_ERROR_REPORTING;                                          \
+	} while (0)
+#define DEVICE_ACCESS_END()                                                                        \
+	do {                                                                                       \
+		if (under_valgrind)                                                                \
+			VALGRIND_ENABLE_ERROR_REPORTING;                                           \
+	} while (0)
 #endif
 #endif
 #ifndef DEVICE_ACCESS_BEGIN
+#define FIND_VALGRIND()	      ((void)0)
 #define DEVICE_ACCESS_BEGIN() ((void)0)
 #define DEVICE_ACCESS_END()   ((void)0)
 #endif
@@ -120,6 +134,7 @@ static void install(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGSEGV, &sa, &previous[0]);
 	sigaction(SIGBUS, &sa, &previous[1]);
+	FIND_VALGRIND();
 	__atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
 }
 
