@@ -53,9 +53,10 @@
  *    FETCH_AND_ADD, CMP_AND_SWP and ATOMIC_WRITE complete with the right
  *    results; a direct FETCH_AND_ADD into a read-only result buffer is
  *    LOC_PROT_ERR and leaves the target's counter as it was (the buffer
- *    is probed before the atomic runs, in its guarded access); one on
- *    UROCE_DIRECT=0 does not (direct atomics are the
- *    initiator's own, not handed to the target's atomic server). One on
+ *    is probed before the atomic runs, in its guarded access); a
+ *    FETCH_AND_ADD on UROCE_DIRECT=0 does not complete (direct atomics
+ *    are the initiator's own, not handed to the target's atomic server).
+ *    One on
  *    UROCE_DIRECT=0 with an ACK timeout of minutes, posted while the target
  *    is stopped, completes once it runs again (an answer that comes late
  *    is looked for before the ACK timeout: it used to wait that out).
