@@ -139,6 +139,7 @@ static long round_of(int older, int filter, int wait)
 	pthread_t receiver;
 	pid_t pid;
 	long lost = 0;
+	int slept = 0;
 
 	memset(seen, 0, sizeof(seen));
 	sh->stop = 0;
@@ -165,8 +166,10 @@ static long round_of(int older, int filter, int wait)
 		for (int k = 0; k < 20; k++)
 			take(fd);
 		CHECK_EQ(uro_port_stop_receiving(fd, (struct sockaddr *)&port, sizeof(port)), 0);
-		if (wait)
-			CHECK_EQ(uro_port_await_deliveries(), 0);
+		/* Refused (seccomp, nohz_full), the wait is a 1 ms sleep, longer
+		 * than the filter's spin: the round must lose nothing either way. */
+		if (wait && uro_port_await_deliveries() && !slept++)
+			printf("membarrier refused (%s): the wait was a sleep\n", strerror(errno));
 		take(fd);
 		close(fd);
 	}
