@@ -15,9 +15,9 @@
  * lookup and the queueing (a datagram is filtered before it is queued),
  * so that the window is wide. A first round closes each socket the way
  * the endpoint did before (stop receiving, empty, close) and must lose
- * datagrams: the filter widens the window on this kernel, or the test
- * cannot tell and says so (skip). A second round closes them the way it
- * does now and must lose none.
+ * datagrams: that is the premise, checked, so that the second round's
+ * "none lost" cannot pass for want of a race. A second round closes them
+ * the way it does now and must lose none.
  *
  * Loading an eBPF socket filter this long takes CAP_BPF or root (CI runs
  * as root); without it the test skips. */
@@ -185,19 +185,15 @@ static long round_of(int older, int filter, int wait)
 	return lost;
 }
 
-static int filter, older, provoked = 1;
+static int filter, older;
 
 static void test_leaving_loses_nothing(void)
 {
-	long before = round_of(older, filter, 0), now;
-
-	CHECK(before >= 0);
-	if (before == 0) {
-		provoked = 0;
-		return;
-	}
-	now = round_of(older, filter, 1);
-	CHECK_EQ(now, 0);
+	/* The sender never stops, and each datagram the newer socket takes
+	 * spends 0.2 ms between lookup and queueing: some connect of 100
+	 * falls in that window (11 to 27 losses a run here). */
+	CHECK(round_of(older, filter, 0) > 0);
+	CHECK_EQ(round_of(older, filter, 1), 0);
 }
 
 int main(void)
@@ -219,9 +215,5 @@ int main(void)
 		return 1;
 	}
 	RUN(test_leaving_loses_nothing(), 120);
-	if (!provoked && !check_failed) {
-		printf("skipped: the filter did not widen the race on this kernel\n");
-		return 77;
-	}
 	return check_report();
 }
