@@ -34,24 +34,46 @@ static void deadline_in(struct timespec *ts, uint64_t ns)
 	ts->tv_nsec = (long)(ns % 1000000000ull);
 }
 
+/* Looks at fds without sleeping for up to URO_WIRE_SPIN_NS (less when
+ * the timer is due sooner): a stream's next datagram usually comes within
+ * that, and a thread found awake costs its sender no wake-up. Only while
+ * the program is away: one that spins on memory for a WRITE may share the
+ * thread's core, and a spinning thread is not woken by a packet but waits
+ * out the program's time slice (docs/architecture.md, Who plays the NIC). */
+static int look_awhile(struct pollfd *fds, nfds_t n, uint64_t next)
+{
+	const struct timespec now = {0, 0};
+	uint64_t spin = next && next < URO_WIRE_SPIN_NS ? next : URO_WIRE_SPIN_NS;
+	uint64_t until = uro_now_ns() + spin;
+	int woke;
+
+	while (!(woke = ppoll(fds, n, &now, NULL)) && uro_now_ns() < until)
+		;
+	return woke;
+}
+
 /* Sleeps until a packet (n = 2) or only a kick (n = 1), or the timer:
  * t->lock is let go meanwhile. The endpoint's receive set holds every
- * socket it opened, the ones opened while the thread sleeps too. Whether
- * packets woke it. */
+ * socket it opened, the ones opened while the thread sleeps too. After a
+ * wait that packets ended (streaming), it looks awhile before it sleeps.
+ * Whether packets woke it. */
 static int wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w, uint64_t next,
-		     nfds_t n)
+		     nfds_t n, int streaming)
 {
 	struct pollfd fds[2] = {{.fd = w->kick_fd, .events = POLLIN},
 				{.fd = w->rx_efd, .events = POLLIN}};
 	uint64_t drain;
 	struct timespec ts;
-	int woke;
+	int woke = 0;
 
 	next = uro_wire_thread_sleeps(w, next, n == 2);
 	ts.tv_sec = (time_t)(next / 1000000000ull);
 	ts.tv_nsec = (long)(next % 1000000000ull);
 	pthread_mutex_unlock(&t->lock);
-	woke = ppoll(fds, n, next ? &ts : NULL, NULL);
+	if (streaming && n == 2 && uro_wire_program_away(w))
+		woke = look_awhile(fds, n, next);
+	if (woke <= 0)
+		woke = ppoll(fds, n, next ? &ts : NULL, NULL);
 	if (woke > 0 && (fds[0].revents & POLLIN) && read(w->kick_fd, &drain, sizeof(drain)) < 0)
 		drain = 0;
 	pthread_mutex_lock(&t->lock);
@@ -62,6 +84,7 @@ static void *run(void *arg)
 {
 	struct uro_context *ctx = arg;
 	struct uro_progress_thread *t = &ctx->progress;
+	int streaming = 0;
 
 	/* Its looks at a polling program are tens of microseconds apart: the
 	 * default 50 us timer slack would more than double them. */
@@ -79,7 +102,7 @@ static void *run(void *arg)
 		 * wake-up a millisecond. Found away, the program is served on
 		 * the next packet. */
 		if (w && !t->kicked && t->yielding && uro_wire_polled_lately(w, &left)) {
-			wait_wire(t, w, left, 1);
+			wait_wire(t, w, left, 1, 0);
 			if (t->stop || t->kicked || uro_wire_still_polling(w))
 				continue;
 		}
@@ -93,7 +116,8 @@ static void *run(void *arg)
 			continue;
 		}
 		if (w) {
-			t->yielding = wait_wire(t, w, next, 2) && uro_wire_polling_now(w);
+			streaming = wait_wire(t, w, next, 2, streaming);
+			t->yielding = streaming && uro_wire_polling_now(w);
 			continue;
 		}
 		if (!next) {

@@ -129,6 +129,11 @@ for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat
 	perf $t -n 100
 done
 perf ib_read_bw -n 20 -s 1048576
+# With -e, after the event that follows its signalled SEND, ib_send_lat
+# polls the send CQ once, and its next post needs that completion: it
+# counts on the ACK reaching it before the answer, as a NIC's does
+# (rc_responder.c, ACKs after the answer).
+perf ib_send_lat -e -n 2000
 # RoCEv2 over IPv6 (IBTA A17.4): GID 1, the veths' link-local addresses.
 # The programs' own TCP still meets at $net.1.
 gid=1

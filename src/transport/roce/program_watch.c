@@ -29,6 +29,7 @@ void uro_wire_idle(struct uro_context *ctx)
 	if (!w)
 		return;
 	__atomic_store_n(&w->last_active_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->sleeps_on_events, 1, __ATOMIC_RELAXED);
 	uro_wire_acks_now(ctx, 1);
 	uro_wire_kick(ctx);
 }
@@ -43,6 +44,13 @@ int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left)
 	if (*left > w->look_ns)
 		*left = w->look_ns;
 	return 1;
+}
+
+int uro_wire_program_away(const struct uro_wire_endpoint *w)
+{
+	uint64_t last = __atomic_load_n(&w->last_active_ns, __ATOMIC_RELAXED);
+
+	return !last || uro_now_ns() - last >= URO_WIRE_POLLER_NS;
 }
 
 /* Whether the program is polling right now: inside ibv_poll_cq (or

@@ -701,12 +701,23 @@ void uro_wire_place_runs(struct uro_context *ctx)
  * its last message is acknowledged, and its client connects at once). A
  * second message ends the wait; any other answer of the QP's sends the ACK
  * first, and so does a program that turns to other things
- * (uro_wire_acks_now). */
+ * (uro_wire_acks_now).
+ *
+ * Never in a program that has slept on a completion channel: it answers
+ * after a wake-up, not within its peer's poll, so the wait gains nothing,
+ * and it inverts what a NIC shows. A NIC acknowledges a message before
+ * its program can see it, so a peer always completes its request before
+ * it receives the answer; perftest's latency tests with -e rely on that
+ * (after the event that follows a signalled SEND they poll the send CQ
+ * once, and the next post finds the send queue full when the completion
+ * was not there yet: ib_send_lat -e failed "Couldn't post send" within
+ * a few hundred iterations). */
 static void ack_lone(struct uro_context *ctx, struct uro_qp *qp, uint64_t now)
 {
 	struct uro_wire_rq *rq = &qp->wire->rq;
 
-	if (__atomic_load_n(&rq->answered, __ATOMIC_RELAXED) >= URO_WIRE_ANSWERED) {
+	if (__atomic_load_n(&rq->answered, __ATOMIC_RELAXED) >= URO_WIRE_ANSWERED &&
+	    !__atomic_load_n(&ctx->wire->sleeps_on_events, __ATOMIC_RELAXED)) {
 		rq->ack_until = now + URO_WIRE_ACK_WAIT_NS;
 		__atomic_store_n(&rq->ack_deferred, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&ctx->wire->deferred_acks, 1, __ATOMIC_SEQ_CST);

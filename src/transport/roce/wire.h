@@ -69,6 +69,12 @@
 #define URO_WIRE_ACK_WAIT_NS (50 * 1000ull)
 #define URO_WIRE_ANSWER_NS   (200 * 1000ull)
 #define URO_WIRE_ANSWERED    8 /* answers in a row that make a QP's program one that answers */
+/* How long the progress thread, woken by packets, looks for more before it
+ * sleeps again (progress_thread.c): a sender's next GSO datagram of 64 KiB
+ * follows within about 35 us at 2 GB/s, and waking a sleeping receiver
+ * cost the sender's core 11 % of its time between the namespaces
+ * (docs/architecture.md, Who plays the NIC). */
+#define URO_WIRE_SPIN_NS (50 * 1000ull)
 
 struct uro_wire_faults;
 
@@ -169,6 +175,7 @@ struct uro_wire_endpoint {
 	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
 	uint64_t last_active_ns;  /* the program's last poll, or post on the wire */
 	int in_poll;		  /* the program is in ibv_poll_cq now */
+	int sleeps_on_events;	  /* the program has blocked in ibv_get_cq_event */
 	uint64_t look_ns;	  /* the progress thread's, while the program polls */
 	uint64_t last_tick_ns;	  /* the last pass over the timers */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
@@ -372,6 +379,10 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock);
 /* Whether the program polled within URO_WIRE_POLLER_NS; *left is how long
  * the progress thread may sleep before it looks again. */
 int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left);
+/* Whether the program has neither polled nor posted for
+ * URO_WIRE_POLLER_NS: the progress thread then has the packets to itself,
+ * and spinning for the next ones takes no core a polling program needs. */
+int uro_wire_program_away(const struct uro_wire_endpoint *w);
 /* The progress thread, woken by packets, leaves them to a program that
  * is polling now; while it yields, it looks whether the program still
  * is (and then yields longer). */
@@ -382,7 +393,9 @@ void uro_wire_in_poll(struct uro_context *ctx, int in);
 /* The program posts: to the progress thread it is as busy as when it
  * polls, and is left its packets. */
 void uro_wire_busy(struct uro_context *ctx);
-/* The program is about to block (ibv_get_cq_event): the thread takes over. */
+/* The program is about to block (ibv_get_cq_event): the thread takes
+ * over, and the program's QPs acknowledge at once from now on
+ * (rc_responder.c, ACKs after the answer). */
 void uro_wire_idle(struct uro_context *ctx);
 
 /* A connected QP goes on the wire (modify to RTR): 0 or an errno. */
