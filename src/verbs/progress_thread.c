@@ -40,15 +40,18 @@ static void deadline_in(struct timespec *ts, uint64_t ns)
  * the program is away: one that spins on memory for a WRITE may share the
  * thread's core, and a spinning thread is not woken by a packet but waits
  * out the program's time slice (docs/architecture.md, Who plays the NIC). */
-static int look_awhile(struct pollfd *fds, nfds_t n, uint64_t next)
+static int look_awhile(struct pollfd *fds, nfds_t n, uint64_t *next)
 {
 	const struct timespec now = {0, 0};
-	uint64_t spin = next && next < URO_WIRE_SPIN_NS ? next : URO_WIRE_SPIN_NS;
-	uint64_t until = uro_now_ns() + spin;
+	uint64_t spin = *next && *next < URO_WIRE_SPIN_NS ? *next : URO_WIRE_SPIN_NS;
+	uint64_t start = uro_now_ns(), spun = 0;
 	int woke;
 
-	while (!(woke = ppoll(fds, n, &now, NULL)) && uro_now_ns() < until)
+	while (!(woke = ppoll(fds, n, &now, NULL)) && (spun = uro_now_ns() - start) < spin)
 		;
+	/* What is left of the timer's wait; 1 ns when it is due. */
+	if (*next)
+		*next = *next > spun ? *next - spun : 1;
 	return woke;
 }
 
@@ -67,11 +70,11 @@ static int wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w,
 	int woke = 0;
 
 	next = uro_wire_thread_sleeps(w, next, n == 2);
-	ts.tv_sec = (time_t)(next / 1000000000ull);
-	ts.tv_nsec = (long)(next % 1000000000ull);
 	pthread_mutex_unlock(&t->lock);
 	if (streaming && n == 2 && uro_wire_program_away(w))
-		woke = look_awhile(fds, n, next);
+		woke = look_awhile(fds, n, &next);
+	ts.tv_sec = (time_t)(next / 1000000000ull);
+	ts.tv_nsec = (long)(next % 1000000000ull);
 	if (woke <= 0)
 		woke = ppoll(fds, n, next ? &ts : NULL, NULL);
 	if (woke > 0 && (fds[0].revents & POLLIN) && read(w->kick_fd, &drain, sizeof(drain)) < 0)
