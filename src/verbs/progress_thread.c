@@ -58,20 +58,21 @@ static int look_awhile(struct pollfd *fds, nfds_t n, uint64_t *next)
 /* Sleeps until a packet (n = 2) or only a kick (n = 1), or the timer:
  * t->lock is let go meanwhile. The endpoint's receive set holds every
  * socket it opened, the ones opened while the thread sleeps too. After a
- * wait that packets ended (streaming), it looks awhile before it sleeps.
+ * wait that packets ended (streaming, only ever with n = 2), it looks
+ * awhile before it sleeps, if the program polled not lately.
  * Whether packets woke it. */
 static int wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w, uint64_t next,
 		     nfds_t n, int streaming)
 {
 	struct pollfd fds[2] = {{.fd = w->kick_fd, .events = POLLIN},
 				{.fd = w->rx_efd, .events = POLLIN}};
-	uint64_t drain;
+	uint64_t drain, left;
 	struct timespec ts;
 	int woke = 0;
 
 	next = uro_wire_thread_sleeps(w, next, n == 2);
 	pthread_mutex_unlock(&t->lock);
-	if (streaming && n == 2 && uro_wire_program_away(w))
+	if (streaming && !uro_wire_polled_lately(w, &left))
 		woke = look_awhile(fds, n, &next);
 	ts.tv_sec = (time_t)(next / 1000000000ull);
 	ts.tv_nsec = (long)(next % 1000000000ull);

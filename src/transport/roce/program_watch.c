@@ -46,13 +46,6 @@ int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left)
 	return 1;
 }
 
-int uro_wire_program_away(const struct uro_wire_endpoint *w)
-{
-	uint64_t last = __atomic_load_n(&w->last_active_ns, __ATOMIC_RELAXED);
-
-	return !last || uro_now_ns() - last >= URO_WIRE_POLLER_NS;
-}
-
 /* Whether the program is polling right now: inside ibv_poll_cq (or
  * between ibv_start_poll and ibv_end_poll), or out of one, or a post, for
  * less than URO_WIRE_POLLING_NS, or receiving. The thread runs on the

@@ -379,10 +379,6 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock);
 /* Whether the program polled within URO_WIRE_POLLER_NS; *left is how long
  * the progress thread may sleep before it looks again. */
 int uro_wire_polled_lately(struct uro_wire_endpoint *w, uint64_t *left);
-/* Whether the program has neither polled nor posted for
- * URO_WIRE_POLLER_NS: the progress thread then has the packets to itself,
- * and spinning for the next ones takes no core a polling program needs. */
-int uro_wire_program_away(const struct uro_wire_endpoint *w);
 /* The progress thread, woken by packets, leaves them to a program that
  * is polling now; while it yields, it looks whether the program still
  * is (and then yields longer). */
