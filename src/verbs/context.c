@@ -157,18 +157,6 @@ void uro_context_put(struct uro_context *ctx)
 		context_free(ctx);
 }
 
-/* A program that exits without closing its contexts: what their wire
- * endpoints still owe the peers leaves first (uro_wire_acks_now). */
-__attribute__((destructor)) static void contexts_at_exit(void)
-{
-	if (pthread_mutex_trylock(&contexts_lock))
-		return;
-	for (struct uro_context *c = contexts; c; c = c->next_open)
-		if (owned_here(c))
-			uro_wire_acks_now(c, 0);
-	pthread_mutex_unlock(&contexts_lock);
-}
-
 static int same_file(int a, int b)
 {
 	struct stat sa, sb;

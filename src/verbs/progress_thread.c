@@ -70,7 +70,6 @@ static int wait_wire(struct uro_progress_thread *t, struct uro_wire_endpoint *w,
 	struct timespec ts;
 	int woke = 0;
 
-	next = uro_wire_thread_sleeps(w, next, n == 2);
 	pthread_mutex_unlock(&t->lock);
 	if (streaming && !uro_wire_polled_lately(w, &left))
 		woke = look_awhile(fds, n, &next);
@@ -112,8 +111,6 @@ static void *run(void *arg)
 		}
 		t->yielding = 0;
 		/* Under t->lock: ibv_destroy_qp waits for the pass to end. */
-		if (w)
-			__atomic_store_n(&w->thread_looks_ns, 0, __ATOMIC_SEQ_CST);
 		next = uro_progress_pass(ctx);
 		if (t->stop || t->kicked) {
 			t->kicked = 0;

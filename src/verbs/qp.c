@@ -137,7 +137,6 @@ static struct ibv_qp *qp_create(struct ibv_context *c, struct ibv_pd *pd,
 
 	if (err)
 		return uro_fail_null(err);
-	uro_wire_acks_now(ctx, 1);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return uro_fail_null(ENOMEM);
@@ -450,7 +449,6 @@ static int goes_on_wire(struct uro_context *ctx, struct ibv_qp *qp, enum ibv_qp_
 static int wire_transition(struct uro_context *ctx, struct uro_qp *qp, int attach,
 			   enum ibv_qp_state cur, enum ibv_qp_state next)
 {
-	uro_wire_acks_now(ctx, 1);
 	if (attach)
 		return uro_wire_qp_attach(ctx, qp);
 	if (qp->wire && cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
@@ -462,7 +460,6 @@ static int wire_transition(struct uro_context *ctx, struct uro_qp *qp, int attac
 		int locked;
 
 		pthread_mutex_lock(&ctx->wire->rx_lock);
-		uro_wire_ack_waiting(ctx, qp);
 		locked = uro_mt_lock(&qp->sq_lock);
 		uro_wire_qp_reset(qp);
 		uro_mt_unlock(&qp->sq_lock, locked);
@@ -569,10 +566,8 @@ URO_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		uro_arena_free(&ctx->seg, qp->pub->rq.ring, rq_bytes(&qp->pub->rq));
 	/* Not while the progress thread is retrying on it. */
 	pthread_mutex_lock(&ctx->progress.lock);
-	if (ctx->wire) { /* nor while a poll answers its packets */
+	if (ctx->wire) /* nor while a poll answers its packets */
 		pthread_mutex_lock(&ctx->wire->rx_lock);
-		uro_wire_ack_waiting(ctx, qp);
-	}
 	ctx->qps[qp->index] = NULL;
 	if (ctx->wire)
 		pthread_mutex_unlock(&ctx->wire->rx_lock);

@@ -132,8 +132,14 @@ perf ib_read_bw -n 20 -s 1048576
 # With -e, after the event that follows its signalled SEND, ib_send_lat
 # polls the send CQ once, and its next post needs that completion: it
 # counts on the ACK reaching it before the answer, as a NIC's does
-# (rc_responder.c, ACKs after the answer).
+# (answer_wait.c). On both sides, and on the server only, against a
+# client that busy-polls: when a busy poller's ACKs waited for its answer,
+# the -e side failed "Couldn't post send" within 1,300 iterations.
 perf ib_send_lat -e -n 2000
+port=$((port + 1))
+run_pair "ib_send_lat -e on the server only (GID $gid)" $port \
+	"ib_send_lat -d roce1 -x $gid -F -p $port -e -n 2000" \
+	"ib_send_lat -d roce1 -x $gid -F -p $port -n 2000 $net.1"
 # RoCEv2 over IPv6 (IBTA A17.4): GID 1, the veths' link-local addresses.
 # The programs' own TCP still meets at $net.1.
 gid=1

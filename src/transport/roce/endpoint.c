@@ -751,7 +751,6 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 {
 	struct uro_wire_endpoint *w = __atomic_load_n(&ctx->wire, __ATOMIC_ACQUIRE);
 	uint64_t next = 0, now;
-	unsigned waiting;
 	int rounds = 0;
 
 	if (!w)
@@ -770,6 +769,9 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 	}
 	while (rounds++ < 8 && receive_ready(ctx))
 		;
+	while (!wait_for_lock && uro_wire_awaits_answer(w))
+		receive_ready(ctx);
+	w->await_qp = NULL; /* the progress thread waits in ppoll */
 	uro_wire_push_held(ctx);
 	/* Timers are milliseconds apart: a busy poll looks at them now and
 	 * then, not on every call. */
@@ -777,16 +779,7 @@ uint64_t uro_wire_progress(struct uro_context *ctx, int wait_for_lock)
 		w->last_tick_ns = now;
 		next = tick_all(ctx);
 	}
-	if (w->deferred_acks) {
-		uint64_t due = uro_wire_deferred_acks(ctx, uro_now_ns());
-
-		if (due && (!next || due < next))
-			next = due;
-	}
-	waiting = w->deferred_acks;
 	pthread_mutex_unlock(&w->rx_lock);
-	if (waiting && !wait_for_lock)
-		uro_wire_thread_looks_soon(ctx, w);
 	/* A long pass (a batch of 8 x 16 packets) still counts as polling
 	 * when the progress thread looks. */
 	if (!wait_for_lock)
@@ -852,7 +845,6 @@ void uro_wire_close(struct uro_context *ctx)
 	for (int f = 0; f < URO_WIRE_FAMILIES; f++)
 		for (int i = 0; i < 64 && receive_udp(ctx, (enum uro_wire_family)f) > 0; i++)
 			;
-	uro_wire_deferred_acks(ctx, UINT64_MAX);
 	pthread_mutex_unlock(&w->rx_lock);
 	endpoint_free(w);
 	ctx->wire = NULL;

@@ -30,7 +30,6 @@ void uro_wire_idle(struct uro_context *ctx)
 		return;
 	__atomic_store_n(&w->last_active_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->sleeps_on_events, 1, __ATOMIC_RELAXED);
-	uro_wire_acks_now(ctx, 1);
 	uro_wire_kick(ctx);
 }
 

@@ -235,5 +235,7 @@ void uro_wire_complete(struct uro_context *ctx, struct uro_qp *qp,
 	uro_wire_retire(ctx, qp);
 	if (uro_qp_state(qp->pub) != IBV_QPS_SQD)
 		uro_wire_push(ctx, qp);
+	if (qp->wire->head == qp->wire->tail)
+		uro_wire_drained(ctx, qp);
 	uro_mt_unlock(&qp->sq_lock, locked);
 }

@@ -544,7 +544,6 @@ int uro_wire_post_send(struct uro_context *ctx, struct uro_qp *qp, struct ibv_se
 	if (uro_qp_state(qp->pub) != IBV_QPS_SQD && !(all_small && hold_back(ctx, qp)))
 		uro_wire_push(ctx, qp);
 	uro_mt_unlock(&qp->sq_lock, locked);
-	uro_wire_ack_after_request(ctx, qp);
 	if (err)
 		*bad = wr;
 	return err;

@@ -122,7 +122,6 @@ static void send_due_ack(struct uro_context *ctx, struct uro_qp *qp)
 	if (!rq->ack_due)
 		return;
 	rq->ack_due = 0;
-	__atomic_store_n(&rq->ack_deferred, 0, __ATOMIC_RELAXED);
 	transmit(ctx, qp, uro_wire_code(WIRE_ACK, uro_wire_transport(qp), WIRE_ONLY, 0),
 		 rq->ack_psn, SYNDROME_ACK, 0);
 }
@@ -161,30 +160,20 @@ static void send_ack(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn, u
  * with every other of the batch's that asked (IBTA 9.7.5.1.2: one ACK
  * acknowledges every PSN up to its own), so that a stream of small
  * messages costs the responder one datagram a batch, not one a message. */
-static void ack_later(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)
+static void ack_later(struct uro_context *ctx, struct uro_qp *qp, uint32_t psn)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
 	struct uro_wire_rq *rq = &qp->wire->rq;
 
-	/* A message after one whose ACK waits: the two are acknowledged
-	 * together, with this batch's. */
-	if (rq->ack_deferred) {
-		__atomic_store_n(&rq->ack_deferred, 0, __ATOMIC_RELAXED);
-		rq->ack_due = 0;
-		rq->ack_lone = 0;
-	} else {
-		rq->ack_lone = !rq->ack_due;
-	}
-	rq->ack_lone &= pkt->op->pos == WIRE_ONLY;
 	if (!rq->ack_due) {
 		if (w->nacks == URO_WIRE_ACKS) {
-			send_ack(ctx, qp, pkt->psn, SYNDROME_ACK);
+			send_ack(ctx, qp, psn, SYNDROME_ACK);
 			return;
 		}
 		w->acks[w->nacks++] = qp;
 	}
 	rq->ack_due = 1;
-	rq->ack_psn = pkt->psn;
+	rq->ack_psn = psn;
 }
 
 /* Completes the receive the message took; pkt (its last packet) gives the
@@ -684,130 +673,16 @@ void uro_wire_place_runs(struct uro_context *ctx)
 	}
 }
 
-/* ACKs after the answer. A program that answers a one-packet message
- * with a request of its own (a ping-pong: ib_write_lat, ib_send_lat,
- * ibv_rc_pingpong) would have the ACK reach its peer first; the peer,
- * completing its request on it, stops polling its CQ before the answer
- * comes, and a WRITE whose target spins on memory then waits for a
- * wake-up of the peer's progress thread. So, on a QP whose program has
- * been seen answering, the ACK of a batch's lone one-packet message waits
- * for the QP's next request and follows it out
- * (uro_wire_ack_after_request), URO_WIRE_ACK_WAIT_NS at most: a responder
- * may coalesce ACKs (IBTA 9.7.5.1.2), and this is far within any ACK
- * timeout. Seen answering means URO_WIRE_ANSWERED answers in a row, each
- * soon after its message's ACK; a program that did not answer in time
- * starts the run again, so one-way messages and a handshake's few rounds
- * are acknowledged at once (perftest -R's server listens again only once
- * its last message is acknowledged, and its client connects at once). A
- * second message ends the wait; any other answer of the QP's sends the ACK
- * first, and so does a program that turns to other things
- * (uro_wire_acks_now).
- *
- * Never in a program that has slept on a completion channel: it answers
- * after a wake-up, not within its peer's poll, so the wait gains nothing,
- * and it inverts what a NIC shows. A NIC acknowledges a message before
- * its program can see it, so a peer always completes its request before
- * it receives the answer; perftest's latency tests with -e rely on that
- * (after the event that follows a signalled SEND they poll the send CQ
- * once, and the next post finds the send queue full when the completion
- * was not there yet: ib_send_lat -e failed "Couldn't post send" within
- * a few hundred iterations). */
-static void ack_lone(struct uro_context *ctx, struct uro_qp *qp, uint64_t now)
-{
-	struct uro_wire_rq *rq = &qp->wire->rq;
-
-	if (__atomic_load_n(&rq->answered, __ATOMIC_RELAXED) >= URO_WIRE_ANSWERED &&
-	    !__atomic_load_n(&ctx->wire->sleeps_on_events, __ATOMIC_RELAXED)) {
-		rq->ack_until = now + URO_WIRE_ACK_WAIT_NS;
-		__atomic_store_n(&rq->ack_deferred, 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&ctx->wire->deferred_acks, 1, __ATOMIC_SEQ_CST);
-		return;
-	}
-	send_due_ack(ctx, qp);
-	/* The one before went unanswered: the run starts again. */
-	if (__atomic_exchange_n(&rq->lone_acked_ns, now, __ATOMIC_RELAXED))
-		__atomic_store_n(&rq->answered, 0, __ATOMIC_RELAXED);
-}
-
 void uro_wire_batch_end(struct uro_context *ctx)
 {
 	struct uro_wire_endpoint *w = ctx->wire;
-	uint64_t now = 0;
 	unsigned n;
 
 	uro_wire_place_runs(ctx);
 	n = w->nacks;
 	w->nacks = 0;
-	for (unsigned i = 0; i < n; i++) {
-		struct uro_qp *qp = w->acks[i];
-		struct uro_wire_rq *rq = &qp->wire->rq;
-
-		if (rq->ack_due && rq->ack_lone && !rq->ack_deferred)
-			ack_lone(ctx, qp, now ? now : (now = uro_now_ns()));
-		else
-			send_due_ack(ctx, qp);
-	}
-}
-
-/* Sends the waiting ACKs whose time is up: how long until the next one's
- * is, or 0 when none waits. Under rx_lock. */
-uint64_t uro_wire_deferred_acks(struct uro_context *ctx, uint64_t now)
-{
-	struct uro_wire_endpoint *w = ctx->wire;
-	uint32_t limit;
-	uint64_t left = 0;
-	unsigned waiting = 0;
-
-	if (!w->deferred_acks)
-		return 0;
-	limit = __atomic_load_n(&w->qp_limit, __ATOMIC_ACQUIRE);
-	for (unsigned i = 0; i < limit; i++) {
-		struct uro_qp *qp = ctx->qps[i];
-		struct uro_wire_rq *rq;
-
-		if (!qp || !qp->wire || !qp->wire->rq.ack_deferred)
-			continue;
-		rq = &qp->wire->rq;
-		if (now >= rq->ack_until) {
-			__atomic_store_n(&rq->answered, 0, __ATOMIC_RELAXED);
-			send_due_ack(ctx, qp);
-			continue;
-		}
-		waiting++;
-		if (!left || rq->ack_until - now < left)
-			left = rq->ack_until - now;
-	}
-	__atomic_store_n(&w->deferred_acks, waiting, __ATOMIC_SEQ_CST);
-	return left;
-}
-
-/* The ACK qp kept waiting, now: the QP goes (destroyed, reset) and its
- * program may be done with it, its last message received (ibv_rc_pingpong
- * destroys its QP right after its last receive completes). Under rx_lock. */
-void uro_wire_ack_waiting(struct uro_context *ctx, struct uro_qp *qp)
-{
-	if (qp->wire && qp->wire->rq.ack_deferred)
-		send_due_ack(ctx, qp);
-}
-
-/* After a request of qp's left: the ACK that waited for it follows it, and
- * a request soon after a lone message's ACK shows the program answering. */
-void uro_wire_ack_after_request(struct uro_context *ctx, struct uro_qp *qp)
-{
-	struct uro_wire_rq *rq = &qp->wire->rq;
-	uint64_t acked = __atomic_load_n(&rq->lone_acked_ns, __ATOMIC_RELAXED);
-
-	if (acked && (acked = __atomic_exchange_n(&rq->lone_acked_ns, 0, __ATOMIC_RELAXED))) {
-		unsigned n = __atomic_load_n(&rq->answered, __ATOMIC_RELAXED);
-
-		n = uro_now_ns() - acked < URO_WIRE_ANSWER_NS ? n + (n < URO_WIRE_ANSWERED) : 0;
-		__atomic_store_n(&rq->answered, n, __ATOMIC_RELAXED);
-	}
-	if (!__atomic_load_n(&rq->ack_deferred, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&ctx->wire->rx_lock);
-	send_due_ack(ctx, qp);
-	pthread_mutex_unlock(&ctx->wire->rx_lock);
+	for (unsigned i = 0; i < n; i++)
+		send_due_ack(ctx, w->acks[i]);
 }
 
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct uro_roce_packet *pkt)
@@ -838,6 +713,7 @@ void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct u
 		return;
 	}
 	rq->nak_sent = 0;
+	uro_wire_request_came(ctx, qp);
 	r = execute(ctx, qp, pkt, &npsn);
 	if (r == R_OK) {
 		rq->epsn = (rq->epsn + npsn) & URO_PSN_MASK;
@@ -846,7 +722,7 @@ void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp, const struct u
 		/* READs and atomics were answered with their data. */
 		if (pkt->ack_req && (pkt->op->op == WIRE_SEND || pkt->op->op == WIRE_WRITE ||
 				     pkt->op->op == WIRE_ATOMIC_WRITE))
-			ack_later(ctx, qp, pkt);
+			ack_later(ctx, qp, pkt->psn);
 		return;
 	}
 	if (r == R_DROP)

@@ -60,15 +60,13 @@
 #define URO_WIRE_POLLER_NS  (1000 * 1000ull)
 #define URO_WIRE_LOOK_NS    (10 * 1000ull)
 #define URO_WIRE_POLLING_NS (2 * 1000ull)
-/* How long the ACK of a lone one-packet message waits for its QP's next
- * request to leave first, on a QP whose program answers: one that posted
- * a request within URO_WIRE_ANSWER_NS of such an ACK (rc_responder.c, ACKs
- * after the answer). Both are several of this VM's wake-ups: with 20 us
- * for both, 3-6 % of ib_write_lat's answers came later and each cost the
- * next round trips their wait. */
-#define URO_WIRE_ACK_WAIT_NS (50 * 1000ull)
-#define URO_WIRE_ANSWER_NS   (200 * 1000ull)
-#define URO_WIRE_ANSWERED    8 /* answers in a row that make a QP's program one that answers */
+/* How long a poll that completed a QP's last request waits for the peer's
+ * answer, on a QP whose peer answers: one whose request followed within
+ * URO_WIRE_ANSWER_NS of such a completion URO_WIRE_ANSWERED times in a
+ * row (answer_wait.c). Both are several of this VM's wake-ups. */
+#define URO_WIRE_AWAIT_NS  (50 * 1000ull)
+#define URO_WIRE_ANSWER_NS (200 * 1000ull)
+#define URO_WIRE_ANSWERED  8
 /* How long the progress thread, woken by packets, looks for more before it
  * sleeps again (progress_thread.c): a sender's next GSO datagram of 64 KiB
  * follows within about 35 us at 2 GB/s, and waking a sleeping receiver
@@ -167,17 +165,17 @@ struct uro_wire_endpoint {
 	unsigned nruns;
 	struct uro_qp *acks[URO_WIRE_ACKS]; /* QPs with an ACK due, under rx_lock */
 	unsigned nacks;
-	/* QPs whose ACK waits (ack_deferred), at most: written under rx_lock,
-	 * read by the progress thread before it sleeps. */
-	unsigned deferred_acks;
-	uint64_t thread_looks_ns; /* when the progress thread next looks; 0 while it runs */
-	int held;		  /* a QP holds small WQEs back (uro_wire_push_held) */
-	uint32_t qp_limit;	  /* above every QP table index on the wire: the timers' scan */
-	uint64_t last_active_ns;  /* the program's last poll, or post on the wire */
-	int in_poll;		  /* the program is in ibv_poll_cq now */
-	int sleeps_on_events;	  /* the program has blocked in ibv_get_cq_event */
-	uint64_t look_ns;	  /* the progress thread's, while the program polls */
-	uint64_t last_tick_ns;	  /* the last pass over the timers */
+	/* The QP whose answer this receive waits for, until await_until
+	 * (answer_wait.c); under rx_lock, and NULL when it is released. */
+	struct uro_qp *await_qp;
+	uint64_t await_until;
+	int held;		 /* a QP holds small WQEs back (uro_wire_push_held) */
+	uint32_t qp_limit;	 /* above every QP table index on the wire: the timers' scan */
+	uint64_t last_active_ns; /* the program's last poll, or post on the wire */
+	int in_poll;		 /* the program is in ibv_poll_cq now */
+	int sleeps_on_events;	 /* the program has blocked in ibv_get_cq_event */
+	uint64_t look_ns;	 /* the progress thread's, while the program polls */
+	uint64_t last_tick_ns;	 /* the last pass over the timers */
 	struct uro_wire_faults *faults; /* UROCE_FAULTS, or NULL */
 	struct uro_pcap *pcap;		/* UROCE_PCAP, or NULL */
 	struct uro_seg_counters *n;	/* in the segment: `uroce stat` reads them */
@@ -252,19 +250,6 @@ struct uro_wire_rq {
 	 * (uro_wire_batch_end), or before any other answer of this QP's. */
 	int ack_due;
 	uint32_t ack_psn;
-	/* ACKs after the answer (rc_responder.c): the due ACK is a lone
-	 * one-packet message's (ack_lone); it waits for this QP's next
-	 * request until ack_until (ack_deferred), which it does only once
-	 * the program answers (answered: how many such ACKs in a row, sent at
-	 * once, the last at lone_acked_ns, a request of this QP's followed
-	 * within URO_WIRE_ANSWER_NS, up to URO_WIRE_ANSWERED; a late answer or
-	 * a wait that ran out sets it to 0). The last three are read and
-	 * written by the post path without rx_lock. */
-	int ack_lone;
-	uint64_t ack_until;
-	int ack_deferred;
-	unsigned answered;
-	uint64_t lone_acked_ns;
 };
 
 struct uro_qp_wire {
@@ -284,6 +269,11 @@ struct uro_qp_wire {
 	unsigned rd_out;   /* READ and atomic requests sent, not answered */
 	uint32_t read_gap; /* 1 + the READ response PSN last asked again at once */
 	uint32_t nak_psn;  /* 1 + the PSN of the sequence NAK gone back for, until progress */
+	/* When the send queue last emptied on a completion, 0 once a request
+	 * of the peer's came; how many requests in a row came within
+	 * URO_WIRE_ANSWER_NS of it (answer_wait.c). Under rx_lock. */
+	uint64_t drained_ns;
+	unsigned answers;
 	uint8_t (
 	    *burst)[URO_WIRE_BUF]; /* the requester's packets (URO_WIRE_BURST), under sq_lock */
 	/* responder */
@@ -317,7 +307,6 @@ struct uro_wire_endpoint *uro_wire_open(struct uro_context *ctx, const union ibv
 void uro_wire_dest(const struct uro_wire_endpoint *w, const union ibv_gid *gid,
 		   struct uro_wire_dest *d);
 void uro_wire_close(struct uro_context *ctx);
-void uro_wire_acks_now(struct uro_context *ctx, int wait);
 /* Wakes the progress thread out of its ppoll. */
 void uro_wire_kick(struct uro_context *ctx);
 /* Sends the packet whose transport part (BTH onwards, tlen bytes) starts
@@ -390,8 +379,8 @@ void uro_wire_in_poll(struct uro_context *ctx, int in);
  * polls, and is left its packets. */
 void uro_wire_busy(struct uro_context *ctx);
 /* The program is about to block (ibv_get_cq_event): the thread takes
- * over, and the program's QPs acknowledge at once from now on
- * (rc_responder.c, ACKs after the answer). */
+ * over, and the program's polls no longer wait for answers
+ * (answer_wait.c). */
 void uro_wire_idle(struct uro_context *ctx);
 
 /* A connected QP goes on the wire (modify to RTR): 0 or an errno. */
@@ -423,6 +412,14 @@ void uro_wire_rnr(struct uro_context *ctx, struct uro_qp *qp, uint8_t timer);
 /* Ends the QP's send queue: the head with status, the rest flushed. */
 void uro_wire_fail(struct uro_context *ctx, struct uro_qp *qp, enum ibv_wc_status status);
 
+/* answer_wait.c: a poll that completed a QP's last request waits for the
+ * peer's answer. The completer says the queue emptied, the responder that
+ * a request came, and the poll receives while the wait lasts (a wait
+ * that runs out is ended here). Under rx_lock. */
+void uro_wire_drained(struct uro_context *ctx, struct uro_qp *qp);
+void uro_wire_request_came(struct uro_context *ctx, struct uro_qp *qp);
+int uro_wire_awaits_answer(struct uro_wire_endpoint *w);
+
 /* rc_completer.c: ACK, NAK, READ responses, atomic ACKs. */
 void uro_wire_complete(struct uro_context *ctx, struct uro_qp *qp,
 		       const struct uro_roce_packet *pkt);
@@ -433,12 +430,6 @@ void uro_wire_place_runs(struct uro_context *ctx);
 /* The end of a received batch: its WRITE runs placed, then one ACK per QP
  * for all the batch's packets that asked for one. */
 void uro_wire_batch_end(struct uro_context *ctx);
-uint64_t uro_wire_deferred_acks(struct uro_context *ctx, uint64_t now);
-/* ack_wait.c */
-uint64_t uro_wire_thread_sleeps(struct uro_wire_endpoint *w, uint64_t next, int after_pass);
-void uro_wire_thread_looks_soon(struct uro_context *ctx, struct uro_wire_endpoint *w);
-void uro_wire_ack_after_request(struct uro_context *ctx, struct uro_qp *qp);
-void uro_wire_ack_waiting(struct uro_context *ctx, struct uro_qp *qp);
 void uro_wire_respond(struct uro_context *ctx, struct uro_qp *qp,
 		      const struct uro_roce_packet *pkt);
 /* ud.c */
