@@ -128,6 +128,14 @@ void uro_cq_thaw(struct uro_seg_cq *cq, uint32_t tail)
 	__atomic_store_n(&cq->tail, tail & URO_CQ_POS_MASK, __ATOMIC_RELEASE);
 }
 
+int uro_cq_would_wake(const struct uro_seg_cq *cq, int solicited)
+{
+	uint32_t armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&cq->channel_wfd, __ATOMIC_RELAXED) >= 0 &&
+	       (armed == 1 || (armed == 2 && solicited));
+}
+
 int uro_cq_take_arm(struct uro_seg_cq *cq, int solicited)
 {
 	uint32_t armed;

@@ -50,6 +50,9 @@ void uro_cq_thaw(struct uro_seg_cq *cq, uint32_t tail);
 
 /* Whether the producer of e must signal the CQ's channel; disarms it. */
 int uro_cq_take_arm(struct uro_seg_cq *cq, int solicited);
+/* Whether a completion added now would signal the CQ's channel: read,
+ * not taken. */
+int uro_cq_would_wake(const struct uro_seg_cq *cq, int solicited);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t uro_now_ns(void);

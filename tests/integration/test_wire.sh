@@ -134,8 +134,11 @@ perf ib_read_bw -n 20 -s 1048576
 # counts on the ACK reaching it before the answer, as a NIC's does
 # (answer_wait.c). On both sides, and on the server only, against a
 # client that busy-polls: when a busy poller's ACKs waited for its answer,
-# the -e side failed "Couldn't post send" within 1,300 iterations.
-perf ib_send_lat -e -n 2000
+# the -e side failed "Couldn't post send" within 1,300 iterations. On both
+# sides the ACK must leave before the event that wakes the program
+# (rc_responder.c, complete_recv): sent when the batch ended, it failed
+# within 728 to 14,277 iterations, in 5 runs of 5.
+perf ib_send_lat -e -n 20000
 port=$((port + 1))
 run_pair "ib_send_lat -e on the server only (GID $gid)" $port \
 	"ib_send_lat -d roce1 -x $gid -F -p $port -e -n 2000" \

@@ -233,6 +233,10 @@ struct uro_wire_rq {
 	struct uro_wire_side recv_side; /* the kept receive's: where it lands */
 	uint32_t xrc_srqn;		/* the SRQ an XRC target's message is for */
 	struct uro_recv recv;
+	/* The completion of the receive the message being executed took:
+	 * delivered once its PSN is accepted (complete_recv). */
+	struct uro_cqe done;
+	int has_done, done_se;
 	uint64_t off;
 	uint32_t rkey;
 	uint64_t va;
