@@ -8,8 +8,8 @@
  * place it while the program spins: the progress thread shares the
  * program's core when the program is pinned (perftest pins it), and a
  * thread woken onto a core where another spins waits for its time slice.
- * That cost ib_write_lat between two namespaces 46 us a half round trip
- * against 11.5 with the wait.
+ * That cost ib_write_lat between two namespaces 46 us a half round trip,
+ * against about 10 with the wait.
  *
  * So a poll whose receive emptied a QP's send queue keeps receiving until
  * a request of the peer's comes on that QP, for URO_WIRE_AWAIT_NS at
