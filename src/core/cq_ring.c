@@ -128,12 +128,17 @@ void uro_cq_thaw(struct uro_seg_cq *cq, uint32_t tail)
 	__atomic_store_n(&cq->tail, tail & URO_CQ_POS_MASK, __ATOMIC_RELEASE);
 }
 
+/* armed 1 fires on any completion, 2 only on a solicited one or an error
+ * (IBTA 11.4.2.2). */
+static int arm_fires(uint32_t armed, int solicited)
+{
+	return armed == 1 || (armed == 2 && solicited);
+}
+
 int uro_cq_would_wake(const struct uro_seg_cq *cq, int solicited)
 {
-	uint32_t armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
-
 	return __atomic_load_n(&cq->channel_wfd, __ATOMIC_RELAXED) >= 0 &&
-	       (armed == 1 || (armed == 2 && solicited));
+	       arm_fires(__atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE), solicited);
 }
 
 int uro_cq_take_arm(struct uro_seg_cq *cq, int solicited)
@@ -146,9 +151,8 @@ int uro_cq_take_arm(struct uro_seg_cq *cq, int solicited)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
 
-	/* armed 1 fires on any completion, 2 only on a solicited one or an
-	 * error (IBTA 11.4.2.2); the CAS makes exactly one producer fire. */
-	while (armed == 1 || (armed == 2 && solicited))
+	/* The CAS makes exactly one producer fire. */
+	while (arm_fires(armed, solicited))
 		if (__atomic_compare_exchange_n(&cq->armed, &armed, 0, 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			return 1;

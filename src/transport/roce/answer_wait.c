@@ -35,7 +35,6 @@ void uro_wire_drained(struct uro_context *ctx, struct uro_qp *qp)
 	    __atomic_load_n(&w->sleeps_on_events, __ATOMIC_RELAXED))
 		return;
 	w->await_qp = qp;
-	w->await_until = wq->drained_ns + URO_WIRE_AWAIT_NS;
 }
 
 void uro_wire_request_came(struct uro_context *ctx, struct uro_qp *qp)
@@ -56,7 +55,7 @@ int uro_wire_awaits_answer(struct uro_wire_endpoint *w)
 {
 	if (!w->await_qp)
 		return 0;
-	if (uro_now_ns() < w->await_until)
+	if (uro_now_ns() < w->await_qp->wire->drained_ns + URO_WIRE_AWAIT_NS)
 		return 1;
 	w->await_qp->wire->answers = 0;
 	w->await_qp = NULL;

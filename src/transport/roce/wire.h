@@ -165,10 +165,10 @@ struct uro_wire_endpoint {
 	unsigned nruns;
 	struct uro_qp *acks[URO_WIRE_ACKS]; /* QPs with an ACK due, under rx_lock */
 	unsigned nacks;
-	/* The QP whose answer this receive waits for, until await_until
-	 * (answer_wait.c); under rx_lock, and NULL when it is released. */
+	/* The QP whose answer this receive waits for, URO_WIRE_AWAIT_NS from
+	 * its drained_ns (answer_wait.c); under rx_lock, and NULL when it is
+	 * released. */
 	struct uro_qp *await_qp;
-	uint64_t await_until;
 	int held;		 /* a QP holds small WQEs back (uro_wire_push_held) */
 	uint32_t qp_limit;	 /* above every QP table index on the wire: the timers' scan */
 	uint64_t last_active_ns; /* the program's last poll, or post on the wire */
