@@ -26,6 +26,12 @@ for table in '`ib_write_lat` t_typical' '`ib_send_lat` t_typical' '`ib_read_lat`
 done
 expect_match "$report" '^\| uncounted \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what the counters cost, beside a build without them"
 expect_match "$report" '^\| HEAD \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "this build beside another commit's"
+# The turns of two builds alternate their order (this build first, then
+# the other's first), so that a drift of the machine favours neither.
+order=$(awk '/^cmake -S .*beside-src/ { f = 1 }
+	f && /^client: .*ib_write_lat -s 8 / { printf "%s", /beside-build/ ? "B" : "T"; if (++n == 4) exit }' \
+	"$dir/raw/commands.txt" 2>/dev/null)
+expect_match "$order" '^TBBT$' "the beside turns alternate their order ($order)"
 expect_match "$report" '^\| traced \| [0-9.]+ \| [0-9.]+ \| [0-9.]+' "what tracing costs"
 expect_match "$report" '^\| 2 B \| [0-9.]+ \| [0-9.e-]+ \(×[0-9.]+\) \| [0-9.e-]+ \(×' "uroce beside its baselines, with ratios"
 # Two hosts over a veth (root: CI), every cell of both MTUs a figure, in
